@@ -1,0 +1,1 @@
+"""The scrapeflow engine: crash-safe async executors over tasks. Never imports Dagster."""

@@ -1,0 +1,37 @@
+"""Atomic file writes: a reader sees the old file or the new one, never a torn one."""
+
+import os
+import tempfile
+from pathlib import Path
+
+import orjson
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temp file in the same folder and `os.replace`.
+
+    Survives a process crash (SIGKILL) at any moment; it does not fsync, so a power loss may
+    still lose the newest version (never tear it into an unreadable file on journaling file
+    systems that order data before rename, as ext4 does by default).
+
+    Raises:
+        OSError: when the folder is missing or not writable.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        # A failed or cancelled write leaves no temp file behind.
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json_atomic(path: Path, obj: object, *, indent: bool = True) -> None:
+    """Serialise `obj` with orjson (indent 2 by default, as scrapeflow did) and write it atomically."""
+    option = orjson.OPT_INDENT_2 if indent else 0
+    write_bytes_atomic(path, orjson.dumps(obj, option=option | orjson.OPT_NON_STR_KEYS))
