@@ -32,6 +32,6 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def write_json_atomic(path: Path, obj: object, *, indent: bool = True) -> None:
-    """Serialise `obj` with orjson (indent 2 by default, as scrapeflow did) and write it atomically."""
+    """Serialise `obj` with orjson (indent 2, as scrapeflow did) and write it atomically."""
     option = orjson.OPT_INDENT_2 if indent else 0
     write_bytes_atomic(path, orjson.dumps(obj, option=option | orjson.OPT_NON_STR_KEYS))

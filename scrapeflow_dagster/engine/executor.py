@@ -1,0 +1,407 @@
+"""`execute_async`: run a chain of executors over a stream of tasks, crash-safely.
+
+For each task, executors run in order. After every executor the task's status file is saved
+atomically, so a crash loses at most the step in flight, and the next run redoes only what had
+not finished. Recognised failures (network, timeouts, `RuntimeError`) are recorded in the task's
+status and stop that task's chain; anything else is a bug: sibling tasks are cancelled cleanly
+(before the HTTP session closes) and the exception propagates.
+"""
+
+import asyncio
+import functools
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import aiohttp
+
+from scrapeflow_dagster.engine.errors import ErrorKind, InvalidTaskError, StatusFileError
+from scrapeflow_dagster.engine.keys import validate_key
+from scrapeflow_dagster.engine.locks import TaskLocks
+from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.redact import redact
+from scrapeflow_dagster.engine.results import StepResult
+from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.status import (
+    SUCCESS,
+    Params,
+    StatusData,
+    is_success,
+    load_status,
+    new_status,
+    now_string,
+    write_status,
+)
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_MAX_PARALLELISM = 100
+
+# scrapeflow's recognised failures: recorded per task, never fatal to the run.
+RECOGNISED_ERRORS: tuple[type[BaseException], ...] = (
+    aiohttp.ClientError,
+    TimeoutError,
+    RuntimeError,
+)
+
+
+class Context(NamedTuple):
+    "Each task gets the context as a parameter."
+
+    # The directory for status files and binary blobs.
+    dir: Path
+    # To be used for async http requests.
+    session: aiohttp.ClientSession | None
+    # List of executor names that need to be forced, or ["all"].
+    forced_executors: list[str]
+    # Limits concurrency (kept for executors written against scrapeflow).
+    semaphore: asyncio.Semaphore
+    # Bound on each executor, retries included.
+    timeout_seconds: float
+    # Proxy provider for http requests.
+    proxy_provider: ProxyProvider | None
+    # Request limits and retry policy of the scrape executors.
+    settings: ScrapeSettings = ScrapeSettings()
+
+
+ExecutorOutput = dict[str, Any]
+ExecutorResponse = tuple[StatusData, bool]
+Executor = Callable[[Context, StatusData], Awaitable[ExecutorResponse]]
+TaskFunction = Callable[[Context, str, StatusData], Awaitable[ExecutorOutput]]
+Tasks = Mapping[str, Params] | Sequence[str] | Iterable[str | tuple[str, Params | None]]
+StepCallback = Callable[[StepResult], None]
+
+
+def taskify(fn: TaskFunction) -> Executor:
+    """Turn `async def fn(context, key, status) -> output` into an Executor named like `fn`."""
+
+    @functools.wraps(fn)
+    async def executor(context: Context, status: StatusData) -> ExecutorResponse:
+        return await fn(context, status["name"], status), True
+
+    return executor
+
+
+def executor_name(executor: Callable[..., Any]) -> str:
+    """The name under which an executor's results are stored (its function name)."""
+    return getattr(executor, "__name__", type(executor).__name__)
+
+
+def _forced_names(force: Iterable[str | Callable[..., Any]] | str | None) -> list[str]:
+    # scrapeflow documented names and ["all"] but only callables worked; accept all three.
+    if force is None:
+        return []
+    if isinstance(force, str):
+        return [force]
+    return [f if isinstance(f, str) else executor_name(f) for f in force]
+
+
+def _iter_tasks(tasks: Tasks) -> Iterator[tuple[str, Params | None]]:
+    """Validate up front what can be (dicts, sequences); stream the rest lazily."""
+    if isinstance(tasks, Mapping):
+        for key in tasks:
+            validate_key(key)
+        return ((key, tasks[key]) for key in tasks)
+    if isinstance(tasks, Sequence) and not isinstance(tasks, str):
+        seen: set[str] = set()
+        for item in tasks:
+            key = validate_key(item[0] if isinstance(item, tuple) else item)
+            if key in seen:
+                raise InvalidTaskError(f"task key {key!r} is given twice")
+            seen.add(key)
+    return _stream(tasks)
+
+
+def _stream(
+    tasks: Iterable[str | tuple[str, Params | None]],
+) -> Iterator[tuple[str, Params | None]]:
+    seen: set[str] = set()
+    for item in tasks:
+        key, params = item if isinstance(item, tuple) else (item, None)
+        validate_key(key)
+        if key in seen:
+            raise InvalidTaskError(f"task key {key!r} is given twice")
+        seen.add(key)
+        yield key, params
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _error_text(exc: BaseException, timeout_seconds: float) -> str:
+    message = str(exc)
+    if isinstance(exc, TimeoutError) and not message:
+        message = f"timed out after {timeout_seconds:g} s"
+    return redact(message.replace("\n", " "))
+
+
+def _error_kind(exc: BaseException) -> str:
+    kind = getattr(exc, "kind", None)
+    if isinstance(kind, ErrorKind):
+        return kind.value
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return ErrorKind.PERMANENT.value
+    if isinstance(exc, aiohttp.ClientError | TimeoutError):
+        return ErrorKind.TRANSIENT.value
+    return ErrorKind.PERMANENT.value
+
+
+class _Runner:
+    """Runs one chain of executors over tasks; holds what every task shares."""
+
+    def __init__(
+        self,
+        executors: Sequence[Executor],
+        context: Context,
+        *,
+        on_step: StepCallback | None,
+        locks: TaskLocks,
+    ) -> None:
+        self.executors = list(executors)
+        self.names = [executor_name(e) for e in executors]
+        self.context = context
+        self.on_step = on_step
+        self.locks = locks
+        self.forced = set(context.forced_executors)
+
+    def _is_forced(self, name: str) -> bool:
+        return "all" in self.forced or name in self.forced
+
+    def _emit(self, result: StepResult) -> None:
+        if self.on_step is not None:
+            self.on_step(result)
+
+    def _fail_task(self, key: str, exc: Exception, started: datetime) -> None:
+        """Report a task that could not even start (bad params, corrupt status file)."""
+        self._emit(
+            StepResult(
+                key=key,
+                executor=self.names[0] if self.names else "",
+                outcome="ERROR",
+                started=started,
+                ended=_utcnow(),
+                error_class=type(exc).__name__,
+                error_kind=ErrorKind.PERMANENT.value,
+                message=redact(str(exc)),
+            )
+        )
+
+    def _load(self, key: str, params: Params | None) -> StatusData:
+        status = load_status(self.context.dir, key)
+        if status is None:
+            if params is None:
+                raise InvalidTaskError(f"task {key!r} has no params: pass them or add the task")
+            return new_status(key, params)
+        if params is not None and status.get("params") != params:
+            status["params"] = dict(params)
+        status.setdefault("name", key)
+        return status
+
+    async def run_task(self, key: str, params: Params | None) -> bool:
+        """Run the chain for one task under its lock; True when every step ended well."""
+        async with self.locks.hold(key):
+            started = _utcnow()
+            try:
+                status = self._load(key, params)
+            except (StatusFileError, InvalidTaskError) as exc:
+                self._fail_task(key, exc, started)
+                return False
+            upstream_ran = False
+            for executor, name in zip(self.executors, self.names, strict=True):
+                # A step re-runs when forced, when it has not succeeded, or when a step before
+                # it ran again in this chain (its output would be stale otherwise).
+                if not (upstream_ran or self._is_forced(name)) and is_success(status, name):
+                    self._emit(_skipped(key, name, status))
+                    continue
+                ok = await self._run_step(executor, name, key, status)
+                upstream_ran = True
+                if not ok:
+                    return False
+            return True
+
+    async def _run_step(self, executor: Executor, name: str, key: str, status: StatusData) -> bool:
+        started = _utcnow()
+        status[f"{name}_started"] = now_string()
+        timeout = self.context.timeout_seconds
+        try:
+            async with asyncio.timeout(timeout):
+                response = await executor(self.context, status)
+        except RECOGNISED_ERRORS as exc:
+            self._record_error(key, name, status, exc, started)
+            return False
+        output, ok = response if isinstance(response, tuple) else (response, True)
+        if not ok:
+            error = RuntimeError(str(output.get("error", "executor reported a failure")))
+            self._record_error(key, name, status, error, started)
+            return False
+        status[name] = output
+        status[f"{name}_status"] = SUCCESS
+        status[f"{name}_last_run"] = now_string()
+        status[f"{name}_attempts"] = int(output.get("attempts", 1))
+        status[f"{name}_failures"] = 0
+        status.pop(f"{name}_error_kind", None)
+        write_status(self.context.dir, key, status)
+        self._emit(
+            StepResult(
+                key=key,
+                executor=name,
+                outcome="SUCCESS",
+                started=started,
+                ended=_utcnow(),
+                attempts=status[f"{name}_attempts"],
+                http_status=output.get("http_status"),
+                size=output.get("size"),
+                md5=output.get("content"),
+                proxy_host=output.get("proxy"),
+                url=status["params"].get("url"),
+            )
+        )
+        return True
+
+    def _record_error(
+        self, key: str, name: str, status: StatusData, exc: BaseException, started: datetime
+    ) -> None:
+        message = _error_text(exc, self.context.timeout_seconds)
+        kind = _error_kind(exc)
+        attempts = int(getattr(exc, "attempts", 1))
+        status.pop(name, None)
+        status[f"{name}_status"] = f"ERROR {type(exc).__name__}::{message}"
+        status[f"{name}_last_run"] = now_string()
+        status[f"{name}_attempts"] = attempts
+        status[f"{name}_error_kind"] = kind
+        status[f"{name}_failures"] = int(status.get(f"{name}_failures", 0)) + 1
+        proxy = getattr(exc, "proxy_host", None)
+        if proxy:
+            status[f"{name}_proxy"] = proxy
+        write_status(self.context.dir, key, status)
+        self._emit(
+            StepResult(
+                key=key,
+                executor=name,
+                outcome="ERROR",
+                started=started,
+                ended=_utcnow(),
+                error_class=type(exc).__name__,
+                error_kind=kind,
+                message=message,
+                attempts=attempts,
+                http_status=getattr(exc, "status", None),
+                proxy_host=proxy,
+                url=status["params"].get("url"),
+            )
+        )
+
+
+def _skipped(key: str, name: str, status: StatusData) -> StepResult:
+    now = _utcnow()
+    output = status.get(name) or {}
+    return StepResult(
+        key=key,
+        executor=name,
+        outcome="SKIPPED",
+        started=now,
+        ended=now,
+        attempts=0,
+        http_status=output.get("http_status") if isinstance(output, dict) else None,
+        size=output.get("size") if isinstance(output, dict) else None,
+        md5=output.get("content") if isinstance(output, dict) else None,
+        url=status.get("params", {}).get("url"),
+    )
+
+
+@asynccontextmanager
+async def _session_for(
+    session: aiohttp.ClientSession | None, parallelism: int, settings: ScrapeSettings
+) -> AsyncIterator[aiohttp.ClientSession]:
+    if session is not None:
+        yield session
+        return
+    connector = aiohttp.TCPConnector(limit=parallelism, limit_per_host=0, ssl=settings.verify_tls)
+    async with aiohttp.ClientSession(
+        connector=connector, headers={"User-Agent": settings.user_agent}
+    ) as own:
+        yield own
+
+
+async def execute_async(
+    executors: Sequence[Executor],
+    directory: Path,
+    tasks: Tasks,
+    timeout: float | None = None,
+    force_executors: Iterable[str | Callable[..., Any]] | str | None = None,
+    max_parallelism: int | None = None,
+    proxy_provider: ProxyProvider | None = None,
+    *,
+    settings: ScrapeSettings | None = None,
+    session: aiohttp.ClientSession | None = None,
+    on_step: StepCallback | None = None,
+) -> list[str]:
+    """Run `executors` in order for every task, at most `max_parallelism` tasks at a time.
+
+    Args:
+        executors: the chain; each result is stored under the executor's function name.
+        directory: where `<key>.status.json` and blobs go (created if missing).
+        tasks: `{key: params}` the first time; later, keys alone reuse stored params. Any
+            iterable of keys or `(key, params)` pairs is consumed as a stream, so a million
+            tasks never become a million coroutines.
+        timeout: seconds allowed for each executor, retries included (default 30).
+        force_executors: executor names or callables to re-run although they succeeded, or
+            `"all"` / `["all"]`.
+        max_parallelism: tasks in flight at once (default 100).
+        proxy_provider: where `scrape` gets proxies; loaded before the first task.
+        settings: request limits and retry policy (defaults: see `ScrapeSettings`).
+        session: an aiohttp session to use instead of a new one (then it is not closed here).
+        on_step: called with a `StepResult` after every step of every task (and skips).
+
+    Returns:
+        The keys whose whole chain succeeded or was skipped, in completion order.
+
+    Raises:
+        ValueError: a key is unsafe (`/`, `..`, `,`, control characters) or given twice.
+        Exception: any unrecognised exception of an executor, after the other tasks were
+            cancelled and every finished step saved.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    pairs = _iter_tasks(tasks)
+    parallelism = max(1, max_parallelism or DEFAULT_MAX_PARALLELISM)
+    settings = settings or ScrapeSettings()
+    succeeded: list[str] = []
+    async with _session_for(session, parallelism, settings) as live_session:
+        if proxy_provider is not None:
+            await proxy_provider.load(live_session)
+        context = Context(
+            dir=directory,
+            session=live_session,
+            forced_executors=_forced_names(force_executors),
+            semaphore=asyncio.Semaphore(parallelism),
+            timeout_seconds=timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS,
+            proxy_provider=proxy_provider,
+            settings=settings,
+        )
+        runner = _Runner(executors, context, on_step=on_step, locks=TaskLocks(directory))
+
+        async def worker() -> None:
+            # Workers share one iterator: tasks are pulled only when a worker is free.
+            for key, params in pairs:
+                if await runner.run_task(key, params):
+                    succeeded.append(key)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(parallelism):
+                    group.create_task(worker())
+        except BaseExceptionGroup as group_error:
+            # The TaskGroup already cancelled and awaited every sibling; surface the cause.
+            raise group_error.exceptions[0] from None
+    return succeeded

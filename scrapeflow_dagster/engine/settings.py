@@ -1,0 +1,32 @@
+"""Tunable behaviour of a scrape, with units in the names and documented defaults."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When and how a request is tried again.
+
+    Target errors (transient: connection errors, timeouts, 5xx, 408, 429) and proxy errors
+    (the proxy failed, or the page was a block page seen through it) have separate budgets, so a
+    bad proxy pool cannot use up the tries a flaky site needs, and the other way round.
+    """
+
+    max_attempts: int = 4  # tries of one request for transient target errors, the first included
+    max_proxy_attempts: int = 3  # extra tries through another proxy after proxy errors or blocks
+    backoff_base_seconds: float = 0.5  # delay before the 2nd try; doubles each time
+    backoff_max_seconds: float = 10.0
+    retry_after_max_seconds: float = 30.0  # Retry-After is honoured up to this
+    block_status_codes: tuple[int, ...] = (403,)  # answers that mean "you are blocked"
+    ok_status_codes: tuple[int, ...] = (200,)  # scrapeflow: any other final status is an error
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeSettings:
+    """Per-request limits for the `scrape` executors."""
+
+    request_timeout_seconds: float = 10.0  # one try, connect to last byte
+    max_body_bytes: int = 20 * 1024 * 1024  # a larger body fails the task (BodyTooLargeError)
+    verify_tls: bool = True  # a task's params may turn it off with "verify_tls": false
+    user_agent: str = "scrapeflow-dagster/0.1 (+https://github.com/terek/scrapeflow)"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
