@@ -19,7 +19,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -52,6 +52,10 @@ RECOGNISED_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
     RuntimeError,
 )
+
+
+class UpstreamMissingError(InvalidTaskError):
+    """A step was asked for before the step it needs succeeded for that task."""
 
 
 class Context(NamedTuple):
@@ -166,6 +170,8 @@ class _Runner:
         *,
         on_step: StepCallback | None,
         locks: TaskLocks,
+        requires: Sequence[str] = (),
+        max_age_seconds: float | None = None,
     ) -> None:
         self.executors = list(executors)
         self.names = [executor_name(e) for e in executors]
@@ -173,6 +179,8 @@ class _Runner:
         self.on_step = on_step
         self.locks = locks
         self.forced = set(context.forced_executors)
+        self.requires = list(requires)
+        self.max_age_seconds = max_age_seconds
 
     def _is_forced(self, name: str) -> bool:
         return "all" in self.forced or name in self.forced
@@ -180,6 +188,24 @@ class _Runner:
     def _emit(self, result: StepResult) -> None:
         if self.on_step is not None:
             self.on_step(result)
+
+    def _is_done(self, status: StatusData, name: str) -> bool:
+        """Succeeded, not older than `max_age_seconds`, not older than what it was built from."""
+        if not is_success(status, name):
+            return False
+        last_run = str(status.get(f"{name}_last_run", ""))
+        if any(str(status.get(f"{up}_last_run", "")) > last_run for up in self.requires):
+            return False
+        if self.max_age_seconds is not None:
+            cutoff = _utcnow() - timedelta(seconds=self.max_age_seconds)
+            return last_run >= str(cutoff.replace(tzinfo=None))
+        return True
+
+    def _missing_requirement(self, status: StatusData) -> str | None:
+        for up in self.requires:
+            if not is_success(status, up):
+                return up
+        return None
 
     def _fail_task(self, key: str, exc: Exception, started: datetime) -> None:
         """Report a task that could not even start (bad params, corrupt status file)."""
@@ -191,7 +217,7 @@ class _Runner:
                 started=started,
                 ended=_utcnow(),
                 error_class=type(exc).__name__,
-                error_kind=ErrorKind.PERMANENT.value,
+                error_kind="upstream" if isinstance(exc, UpstreamMissingError) else "permanent",
                 message=redact(str(exc)),
             )
         )
@@ -216,11 +242,15 @@ class _Runner:
             except (StatusFileError, InvalidTaskError) as exc:
                 self._fail_task(key, exc, started)
                 return False
+            missing = self._missing_requirement(status)
+            if missing is not None:
+                self._fail_task(key, UpstreamMissingError(f"{missing} has not succeeded"), started)
+                return False
             upstream_ran = False
             for executor, name in zip(self.executors, self.names, strict=True):
                 # A step re-runs when forced, when it has not succeeded, or when a step before
                 # it ran again in this chain (its output would be stale otherwise).
-                if not (upstream_ran or self._is_forced(name)) and is_success(status, name):
+                if not (upstream_ran or self._is_forced(name)) and self._is_done(status, name):
                     self._emit(_skipped(key, name, status))
                     continue
                 ok = await self._run_step(executor, name, key, status)
@@ -327,8 +357,12 @@ async def _session_for(
         yield session
         return
     connector = aiohttp.TCPConnector(limit=parallelism, limit_per_host=0, ssl=settings.verify_tls)
+    # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
+    # come from its params.
     async with aiohttp.ClientSession(
-        connector=connector, headers={"User-Agent": settings.user_agent}
+        connector=connector,
+        headers={"User-Agent": settings.user_agent},
+        cookie_jar=aiohttp.DummyCookieJar(),
     ) as own:
         yield own
 
@@ -345,6 +379,8 @@ async def execute_async(
     settings: ScrapeSettings | None = None,
     session: aiohttp.ClientSession | None = None,
     on_step: StepCallback | None = None,
+    requires: Sequence[str] = (),
+    max_age_seconds: float | None = None,
 ) -> list[str]:
     """Run `executors` in order for every task, at most `max_parallelism` tasks at a time.
 
@@ -362,6 +398,9 @@ async def execute_async(
         settings: request limits and retry policy (defaults: see `ScrapeSettings`).
         session: an aiohttp session to use instead of a new one (then it is not closed here).
         on_step: called with a `StepResult` after every step of every task (and skips).
+        requires: executors that must have succeeded before this chain runs for a task (a
+            step is also re-run when one of them ran after it: its output would be stale).
+        max_age_seconds: re-run successful steps older than this (freshness).
 
     Returns:
         The keys whose whole chain succeeded or was skipped, in completion order.
@@ -389,7 +428,14 @@ async def execute_async(
             proxy_provider=proxy_provider,
             settings=settings,
         )
-        runner = _Runner(executors, context, on_step=on_step, locks=TaskLocks(directory))
+        runner = _Runner(
+            executors,
+            context,
+            on_step=on_step,
+            locks=TaskLocks(directory),
+            requires=requires,
+            max_age_seconds=max_age_seconds,
+        )
 
         async def worker() -> None:
             # Workers share one iterator: tasks are pulled only when a worker is free.

@@ -1,0 +1,1 @@
+"""The Dagster adapters: partitions, resources, executor assets, sensors and schedules."""

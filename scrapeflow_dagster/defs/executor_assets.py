@@ -1,0 +1,143 @@
+"""A factory that turns an engine executor into a partitioned Dagster asset.
+
+One run handles all its partitions concurrently through the engine. Succeeded (and already
+succeeded, skipped) tasks are materialised with small metadata; if any task failed the step
+fails after logging those materialisations, so exactly the failed partitions end FAILED in
+the UI and a "failed and missing" backfill re-runs just them.
+"""
+
+import asyncio
+import inspect
+from collections.abc import Iterator, Sequence
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.partitions import tasks_partitions_def
+from scrapeflow_dagster.defs.resources import (
+    ProxyProviderResource,
+    ScrapeSettingsResource,
+    StatusStoreResource,
+)
+from scrapeflow_dagster.engine.executor import Executor, executor_name
+from scrapeflow_dagster.engine.results import StepResult
+from scrapeflow_dagster.engine.step import StepReport, run_step
+
+CHECK_NAME = "no_failed_tasks"
+GROUP_NAME = "scraping"
+
+
+class StepConfig(dg.Config):
+    """Run-time choices of an executor asset."""
+
+    force: bool = False  # re-run tasks whose step already succeeded
+    refresh_older_than_seconds: float | None = None  # re-run successes older than this
+
+
+def partition_metadata(result: StepResult) -> dict[str, int | str | bool]:
+    """The few values each partition carries (every event costs Dagster time: keep it small)."""
+    meta: dict[str, int | str | bool] = {"attempts": result.attempts}
+    if result.http_status is not None:
+        meta["http_status"] = result.http_status
+    if result.size is not None:
+        meta["size"] = result.size
+    if result.md5:
+        meta["md5"] = result.md5
+    if result.outcome == "SKIPPED":
+        meta["skipped"] = True
+    return meta
+
+
+def _check_result(report: StepReport) -> dg.AssetCheckResult:
+    counts = report.counts_by_outcome()
+    return dg.AssetCheckResult(
+        check_name=CHECK_NAME,
+        passed=not report.failed,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "summary": dg.MetadataValue.md(report.markdown()),
+            "succeeded": counts.get("SUCCESS", 0),
+            "skipped": counts.get("SKIPPED", 0),
+            "failed": counts.get("ERROR", 0),
+        },
+    )
+
+
+def publish(
+    context: dg.AssetExecutionContext, report: StepReport
+) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
+    """Turn a step report into Dagster events; raises `dg.Failure` when any task failed."""
+    context.log.info(f"{report.executor}: {len(report.results)} tasks\n{report.markdown()}")
+    failed = report.failed
+    if not failed:
+        for key, result in report.results.items():
+            context.add_asset_metadata(partition_metadata(result), partition_key=key)
+        yield dg.MaterializeResult(check_results=[_check_result(report)])
+        return
+    for key, result in report.results.items():
+        if result.ok:
+            context.log_event(
+                dg.AssetMaterialization(
+                    asset_key=context.asset_key, partition=key, metadata=partition_metadata(result)
+                )
+            )
+    yield _check_result(report)
+    sample = ", ".join(failed[:5])
+    raise dg.Failure(
+        description=f"{len(failed)} of {len(report.results)} tasks failed (e.g. {sample})",
+        metadata={"summary": dg.MetadataValue.md(report.markdown()), "failed": len(failed)},
+        allow_retries=False,
+    )
+
+
+def executor_asset(
+    executor: Executor,
+    *,
+    name: str | None = None,
+    requires: Sequence[str] = (),
+    description: str | None = None,
+) -> dg.AssetsDefinition:
+    """A partitioned asset (over `tasks`) that runs `executor` for every partition of a run.
+
+    Args:
+        executor: an engine executor (`taskify`-decorated function); its name is the asset's.
+        name: asset name when it should differ from the executor's (status files use it too).
+        requires: upstream executor assets that must have succeeded for a task first.
+        description: shown in the UI; defaults to the executor's docstring.
+    """
+    asset_name = name or executor_name(executor)
+
+    @dg.asset(
+        name=asset_name,
+        partitions_def=tasks_partitions_def,
+        deps=list(requires),
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=asset_name)],
+        description=description or inspect.getdoc(executor),
+        group_name=GROUP_NAME,
+        kinds={"python"},
+    )
+    def _asset(
+        context: dg.AssetExecutionContext,
+        config: StepConfig,
+        scrape_settings: ScrapeSettingsResource,
+        status_store: StatusStoreResource,
+        proxy_provider: ProxyProviderResource,
+    ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
+        report = asyncio.run(
+            run_step(
+                status_store.layout(),
+                executor,
+                context.partition_keys,
+                settings=scrape_settings.build(),
+                proxy_provider=proxy_provider.build(),
+                requires=requires,
+                force=config.force,
+                max_age_seconds=config.refresh_older_than_seconds,
+                timeout_seconds=scrape_settings.executor_timeout_seconds,
+                max_parallelism=scrape_settings.max_parallelism,
+                run_id=context.run.run_id,
+            )
+        )
+        yield from publish(context, report)
+
+    return _asset

@@ -1,0 +1,22 @@
+"""Tasks are the keys of one dynamic partitions definition."""
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+TASKS_PARTITIONS_NAME = "tasks"
+tasks_partitions_def = dg.DynamicPartitionsDefinition(name=TASKS_PARTITIONS_NAME)
+
+# add_dynamic_partitions writes one row per key; chunks keep each transaction short.
+ADD_CHUNK_KEYS = 10_000
+
+
+def add_task_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) -> int:
+    """Add `keys` (new ones only) to the `tasks` partitions, in chunks; returns how many were new."""
+    if not keys:
+        return 0
+    existing = set(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
+    new = [k for k in dict.fromkeys(keys) if k not in existing]
+    for start in range(0, len(new), ADD_CHUNK_KEYS):
+        instance.add_dynamic_partitions(TASKS_PARTITIONS_NAME, new[start : start + ADD_CHUNK_KEYS])
+    return len(new)

@@ -1,0 +1,165 @@
+"""Reading task files (.txt, .csv, .jsonl) into validated tasks, with per-line errors.
+
+A bad line never stops the good lines beside it: each problem becomes a `LineError` naming
+the file and line, and every valid line still becomes a task.
+"""
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.keys import request_key, validate_key, validate_url
+from scrapeflow_dagster.engine.status import Params
+
+MAX_LINE_BYTES = 1024 * 1024  # longer lines are refused without being held in memory whole
+SUFFIXES = (".txt", ".csv", ".jsonl")
+_JSON_PARAMS = ("post_payload", "cookies", "headers")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """A valid task read from `path` at `line`."""
+
+    key: str
+    params: Params
+    path: Path
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    """Why line `line` of `path` was refused (line 0: the whole file)."""
+
+    path: Path
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+Item = TaskSpec | LineError
+
+
+def _lines(stream: BinaryIO, path: Path) -> Iterator[tuple[int, str] | LineError]:
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # skip the rest of the long line
+                raw = stream.readline(MAX_LINE_BYTES)
+            yield LineError(path, number, f"line is longer than {MAX_LINE_BYTES} bytes")
+            continue
+        try:
+            yield number, raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            yield LineError(path, number, f"not UTF-8: {exc}")
+
+
+def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
+    """Validate one record (`url`, optional `key`, other params) into a task or an error."""
+    try:
+        url = fields.get("url")
+        validate_url(url)
+        params: Params = {k: v for k, v in fields.items() if k != "key" and v not in (None, "")}
+        for name in _JSON_PARAMS:
+            value = params.get(name)
+            if isinstance(value, str):
+                params[name] = orjson.loads(value)
+        if "cookies" in params and not isinstance(params["cookies"], dict):
+            raise InvalidTaskError("cookies must be an object")
+        if "verify_tls" in params and isinstance(params["verify_tls"], str):
+            params["verify_tls"] = params["verify_tls"].strip().lower() not in ("0", "false", "no")
+        key = fields.get("key") or request_key(
+            str(url),
+            method="POST" if params.get("post_payload") is not None else "GET",
+            body=params.get("post_payload"),
+        )
+        return TaskSpec(validate_key(key), params, path, line)
+    except (InvalidTaskError, orjson.JSONDecodeError) as exc:
+        return LineError(path, line, str(exc))
+
+
+def _read_txt(stream: BinaryIO, path: Path) -> Iterator[Item]:
+    for item in _lines(stream, path):
+        if isinstance(item, LineError):
+            yield item
+            continue
+        number, text = item
+        text = text.strip()
+        if text and not text.startswith("#"):
+            yield build_task({"url": text}, path, number)
+
+
+def _read_jsonl(stream: BinaryIO, path: Path) -> Iterator[Item]:
+    for item in _lines(stream, path):
+        if isinstance(item, LineError):
+            yield item
+            continue
+        number, text = item
+        if not text.strip():
+            continue
+        try:
+            record = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            yield LineError(path, number, f"not valid JSON: {exc}")
+            continue
+        if not isinstance(record, dict):
+            yield LineError(path, number, "a JSON object with a 'url' is expected")
+            continue
+        yield build_task(record, path, number)
+
+
+def _read_csv(stream: BinaryIO, path: Path) -> Iterator[Item]:
+    header: list[str] | None = None
+    for item in _lines(stream, path):
+        if isinstance(item, LineError):
+            yield item
+            continue
+        number, text = item
+        if not text.strip():
+            continue
+        try:
+            row = next(csv.reader(io.StringIO(text)))
+        except (csv.Error, StopIteration) as exc:
+            yield LineError(path, number, f"malformed CSV: {exc}")
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            if "url" not in header:
+                yield LineError(path, number, "CSV header needs a 'url' column")
+                return
+            continue
+        if len(row) != len(header):
+            yield LineError(path, number, f"{len(row)} fields where the header has {len(header)}")
+            continue
+        yield build_task(dict(zip(header, row, strict=True)), path, number)
+
+
+def read_task_file(path: Path) -> Iterator[Item]:
+    """Yield a `TaskSpec` per valid line of `path` and a `LineError` per bad one.
+
+    `.txt`: one URL per line (`#` comments). `.csv`: a header with `url` and optionally `key`
+    and params (`post_payload`, `cookies`, `headers` as JSON; `country`; `verify_tls`).
+    `.jsonl`: one object per line with the same fields.
+    """
+    path = Path(path)
+    readers = {".txt": _read_txt, ".csv": _read_csv, ".jsonl": _read_jsonl}
+    reader = readers.get(path.suffix.lower())
+    if reader is None:
+        yield LineError(path, 0, f"unknown task file type {path.suffix!r} (use {SUFFIXES})")
+        return
+    try:
+        with path.open("rb") as stream:
+            yield from reader(stream, path)
+    except OSError as exc:
+        yield LineError(path, 0, f"cannot read: {exc.strerror or exc}")
