@@ -8,9 +8,13 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
     proxy_resource_from_env,
 )
+from scrapeflow_dagster.defs.schedules import refresh_schedule
+from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
 
 defs = dg.Definitions(
     assets=executor_assets,
+    sensors=[inbox_sensor, retry_sensor],
+    schedules=[refresh_schedule],
     resources={
         "scrape_settings": ScrapeSettingsResource(),
         "status_store": StatusStoreResource(),

@@ -12,7 +12,7 @@ ADD_CHUNK_KEYS = 10_000
 
 
 def add_task_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) -> int:
-    """Add `keys` (new ones only) to the `tasks` partitions, in chunks; returns how many were new."""
+    """Add the new ones of `keys` to the `tasks` partitions in chunks; returns how many."""
     if not keys:
         return 0
     existing = set(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
