@@ -58,6 +58,7 @@ def _check_result(report: StepReport) -> dg.AssetCheckResult:
             "succeeded": counts.get("SUCCESS", 0),
             "skipped": counts.get("SKIPPED", 0),
             "failed": counts.get("ERROR", 0),
+            "not_ready": len(report.not_ready),
         },
     )
 
@@ -68,7 +69,9 @@ def publish(
     """Turn a step report into Dagster events; raises `dg.Failure` when any task failed."""
     context.log.info(f"{report.executor}: {len(report.results)} tasks\n{report.markdown()}")
     failed = report.failed
-    if not failed:
+    if not failed and not report.not_ready:
+        # Everything succeeded: Dagster materialises every partition of the run itself, and
+        # downstream assets selected in the same run go on.
         for key, result in report.results.items():
             context.add_asset_metadata(partition_metadata(result), partition_key=key)
         yield dg.MaterializeResult(check_results=[_check_result(report)])
@@ -81,6 +84,10 @@ def publish(
                 )
             )
     yield _check_result(report)
+    if not failed:
+        # Only tasks whose upstream is missing: they stay missing (not failed) and no output
+        # is yielded, so nothing downstream runs on them in this run.
+        return
     sample = ", ".join(failed[:5])
     raise dg.Failure(
         description=f"{len(failed)} of {len(report.results)} tasks failed (e.g. {sample})",
@@ -115,6 +122,7 @@ def executor_asset(
         description=description or inspect.getdoc(executor),
         group_name=GROUP_NAME,
         kinds={"python"},
+        output_required=False,
     )
     def _asset(
         context: dg.AssetExecutionContext,

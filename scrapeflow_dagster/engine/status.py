@@ -93,7 +93,11 @@ def write_status(directory: Path, key: str, status: StatusData) -> None:
 
 def executor_names(status: StatusData) -> list[str]:
     """The executors a status file has a record of, in file order."""
-    return [k[: -len("_status")] for k in status if k.endswith("_status") and k[:-7] in status]
+    return [
+        k[: -len("_status")]
+        for k, v in status.items()
+        if k.endswith("_status") and isinstance(v, str) and (v == SUCCESS or v.startswith("ERROR"))
+    ]
 
 
 def is_success(status: StatusData, name: str) -> bool:

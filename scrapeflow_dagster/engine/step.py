@@ -14,6 +14,9 @@ from scrapeflow_dagster.engine.results import StepResult
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 
 
+UPSTREAM = "upstream"
+
+
 @dataclass
 class StepReport:
     """Per-key outcomes of one executor over a batch, plus counts for metadata."""
@@ -23,8 +26,13 @@ class StepReport:
 
     @property
     def failed(self) -> list[str]:
-        """Keys whose step ended in an error."""
-        return [k for k, r in self.results.items() if not r.ok]
+        """Keys whose step ended in an error (not counting tasks whose upstream is missing)."""
+        return [k for k, r in self.results.items() if not r.ok and r.error_kind != UPSTREAM]
+
+    @property
+    def not_ready(self) -> list[str]:
+        """Keys not attempted because a required upstream step has not succeeded for them."""
+        return [k for k, r in self.results.items() if r.error_kind == UPSTREAM]
 
     @property
     def succeeded(self) -> list[str]:
@@ -32,13 +40,15 @@ class StepReport:
         return [k for k, r in self.results.items() if r.ok]
 
     def counts_by_outcome(self) -> Counter[str]:
-        """SUCCESS / SKIPPED / ERROR counts."""
-        return Counter(r.outcome for r in self.results.values())
+        """SUCCESS / SKIPPED / ERROR counts (tasks not ready are left out)."""
+        return Counter(r.outcome for r in self.results.values() if r.error_kind != UPSTREAM)
 
     def counts_by_error(self) -> Counter[tuple[str, str]]:
         """(error kind, error class) counts of the failed keys."""
         return Counter(
-            (r.error_kind or "", r.error_class or "") for r in self.results.values() if not r.ok
+            (r.error_kind or "", r.error_class or "")
+            for r in self.results.values()
+            if not r.ok and r.error_kind != UPSTREAM
         )
 
     def markdown(self) -> str:
@@ -47,6 +57,8 @@ class StepReport:
         for outcome, count in sorted(self.counts_by_outcome().items()):
             if outcome != "ERROR":
                 lines.append(f"| {outcome} | | | {count} |")
+        if self.not_ready:
+            lines.append(f"| NOT READY | upstream | | {len(self.not_ready)} |")
         for (kind, cls), count in sorted(self.counts_by_error().items()):
             lines.append(f"| ERROR | {kind} | {cls} | {count} |")
         return "\n".join(lines)
@@ -99,7 +111,7 @@ async def run_step(
 
         def on_step(result: StepResult) -> None:
             report.results[result.key] = result
-            if result.outcome != "SKIPPED":
+            if result.outcome != "SKIPPED" and result.error_kind != UPSTREAM:
                 ledger.record_step(to_row(result, run_id))
 
         await execute_async(
