@@ -72,8 +72,8 @@ def publish(
     if not failed and not report.not_ready:
         # Everything succeeded: Dagster materialises every partition of the run itself, and
         # downstream assets selected in the same run go on.
-        for key, result in report.results.items():
-            context.add_asset_metadata(partition_metadata(result), partition_key=key)
+        # No per-partition metadata here: add_asset_metadata(partition_key=...) re-lists the
+        # run's partitions on every call (quadratic); the details are in DuckDB and status files.
         yield dg.MaterializeResult(check_results=[_check_result(report)])
         return
     for key, result in report.results.items():
