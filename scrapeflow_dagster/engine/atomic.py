@@ -9,7 +9,7 @@ import orjson
 _counter = itertools.count()
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
     """Write `data` to `path` through a temp file in the same folder and `os.replace`.
 
     Survives a process crash (SIGKILL) at any moment; it does not fsync, so a power loss may
@@ -21,7 +21,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     """
     # A per-process counter names the temp file: cheaper than mkstemp's random retries, and
     # unique because no two writers share a pid. The leading dot hides it from status scans.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_counter)}.tmp")
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(_counter)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -40,7 +41,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_json_atomic(path: Path, obj: object, *, indent: bool = True) -> None:
+def write_json_atomic(path: Path | str, obj: object, *, indent: bool = True) -> None:
     """Serialise `obj` with orjson (indent 2, as scrapeflow did) and write it atomically."""
     option = orjson.OPT_INDENT_2 if indent else 0
     write_bytes_atomic(path, orjson.dumps(obj, option=option | orjson.OPT_NON_STR_KEYS))

@@ -14,6 +14,8 @@ _SECRET_PARAMS = re.compile(
 
 def redact(text: str) -> str:
     """Return `text` with URL credentials and secret-looking query values replaced by `***`."""
+    if "@" not in text and "=" not in text:  # neither pattern can match: skip the regexes
+        return text
     text = _USERINFO.sub(r"\g<scheme>***@", text)
     return _SECRET_PARAMS.sub(r"\g<name>=***", text)
 
