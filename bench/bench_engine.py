@@ -20,6 +20,11 @@ Usage (from the repository root):
 
 Targets printed: A/B throughput ratio >= 0.90, A's peak RSS <= 150 MiB at 10k tasks and
 < 1.3x that at 100k.
+
+Each line also shows the CPU the measured process spent per page, the site's CPU share and how
+many cores other processes kept busy meanwhile: on a small shared machine pages/s swings with
+what else runs, CPU per page much less. Output goes to the system temp folder (a real disk, as
+in production); `--tmp-dir /dev/shm` takes the file system out and shows the engine's own cost.
 """
 
 import argparse

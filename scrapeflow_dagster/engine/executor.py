@@ -9,6 +9,7 @@ status and stop that task's chain; anything else is a bug: sibling tasks are can
 
 import asyncio
 import functools
+import logging
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -42,6 +43,8 @@ from scrapeflow_dagster.engine.status import (
     now_string,
     write_status,
 )
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_PARALLELISM = 100
@@ -79,7 +82,8 @@ class Context(NamedTuple):
 
 ExecutorOutput = dict[str, Any]
 ExecutorResponse = tuple[StatusData, bool]
-Executor = Callable[[Context, StatusData], Awaitable[ExecutorResponse]]
+# scrapeflow's README executors return the output alone (`scrape_with_validation`'s result).
+Executor = Callable[[Context, StatusData], Awaitable[ExecutorResponse | ExecutorOutput]]
 TaskFunction = Callable[[Context, str, StatusData], Awaitable[ExecutorOutput]]
 Tasks = Mapping[str, Params] | Sequence[str] | Iterable[str | tuple[str, Params | None]]
 StepCallback = Callable[[StepResult], None]
@@ -209,6 +213,9 @@ class _Runner:
 
     def _fail_task(self, key: str, exc: Exception, started: datetime) -> None:
         """Report a task that could not even start (bad params, corrupt status file)."""
+        # Logged too: a caller without `on_step` would otherwise only miss the key in the result.
+        if not isinstance(exc, UpstreamMissingError):  # expected, and reported by the caller
+            logger.warning("task %r not run: %s", key, redact(str(exc)))
         self._emit(
             StepResult(
                 key=key,

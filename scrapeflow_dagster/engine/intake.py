@@ -20,6 +20,7 @@ from scrapeflow_dagster.engine.status import Params
 MAX_LINE_BYTES = 1024 * 1024  # longer lines are refused without being held in memory whole
 SUFFIXES = (".txt", ".csv", ".jsonl")
 _JSON_PARAMS = ("post_payload", "cookies", "headers")
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +60,22 @@ def _lines(stream: BinaryIO, path: Path) -> Iterator[tuple[int, str] | LineError
                 raw = stream.readline(MAX_LINE_BYTES)
             yield LineError(path, number, f"line is longer than {MAX_LINE_BYTES} bytes")
             continue
+        if number == 1 and raw.startswith(_BOM):  # Excel and Notepad save UTF-8 with a BOM
+            raw = raw[len(_BOM) :]
         try:
             yield number, raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
             yield LineError(path, number, f"not UTF-8: {exc}")
+
+
+def _json_param(name: str, value: Any) -> Any:
+    """A param given as JSON text (a CSV cell) parsed; other values as they are."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidTaskError(f"{name} is not valid JSON: {exc}") from None
 
 
 def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
@@ -72,11 +85,11 @@ def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
         validate_url(url)
         params: Params = {k: v for k, v in fields.items() if k != "key" and v not in (None, "")}
         for name in _JSON_PARAMS:
-            value = params.get(name)
-            if isinstance(value, str):
-                params[name] = orjson.loads(value)
-        if "cookies" in params and not isinstance(params["cookies"], dict):
-            raise InvalidTaskError("cookies must be an object")
+            if name in params:
+                params[name] = _json_param(name, params[name])
+        for name in ("cookies", "headers"):
+            if name in params and not isinstance(params[name], dict):
+                raise InvalidTaskError(f"{name} must be an object")
         if "verify_tls" in params and isinstance(params["verify_tls"], str):
             params["verify_tls"] = params["verify_tls"].strip().lower() not in ("0", "false", "no")
         key = fields.get("key") or request_key(
@@ -129,7 +142,8 @@ def _read_csv(stream: BinaryIO, path: Path) -> Iterator[Item]:
         if not text.strip():
             continue
         try:
-            row = next(csv.reader(io.StringIO(text)))
+            # strict: a stray or unclosed quote is an error, not a silently mangled field
+            row = next(csv.reader(io.StringIO(text), strict=True))
         except (csv.Error, StopIteration) as exc:
             yield LineError(path, number, f"malformed CSV: {exc}")
             continue

@@ -15,6 +15,7 @@ from scrapeflow_dagster.engine.errors import (
     ErrorKind,
     HttpStatusError,
     InvalidTaskError,
+    ProxyError,
     ScrapeError,
 )
 from scrapeflow_dagster.engine.executor import Context, ExecutorOutput, taskify
@@ -54,13 +55,13 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
     declared = response.content_length
     if declared is not None and declared > cap:
         raise BodyTooLargeError(f"body of {declared} bytes is over the cap of {cap} bytes")
-    if declared is not None:
-        return await response.read()
+    # Counted as read even when declared: Content-Length is the compressed size, and a small
+    # gzip body can inflate far past the cap.
     body = bytearray()
     async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
         body += chunk
         if len(body) > cap:
-            raise BodyTooLargeError(f"body is over the cap of {cap} bytes (no Content-Length)")
+            raise BodyTooLargeError(f"body is over the cap of {cap} bytes (as decoded)")
     return bytes(body)
 
 
@@ -72,6 +73,7 @@ async def _request_once(
         raise RuntimeError("scrape needs an aiohttp session in its context")
     settings = context.settings
     payload = params.get("post_payload")
+    # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
     verify = bool(params.get("verify_tls", settings.verify_tls))
     async with session.request(
         "POST" if payload is not None else "GET",
@@ -80,7 +82,7 @@ async def _request_once(
         cookies=params.get("cookies"),
         headers=params.get("headers"),
         proxy=proxy,
-        ssl=None if verify else False,
+        ssl=verify,
         timeout=aiohttp.ClientTimeout(total=settings.request_timeout_seconds),
     ) as response:
         kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
@@ -91,6 +93,20 @@ async def _request_once(
                 retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
             )
         return await _read_capped(response, settings.max_body_bytes), response
+
+
+def _check_params(params: dict[str, Any]) -> None:
+    """Refuse params aiohttp would crash on, so they fail their task and not the whole run."""
+    validate_url(params.get("url"))
+    headers = params.get("headers")
+    if headers is not None and not (
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values())
+    ):
+        # The values are not echoed: headers may carry credentials.
+        raise InvalidTaskError("params['headers'] must be an object mapping names to strings")
+    cookies = params.get("cookies")
+    if cookies is not None and not isinstance(cookies, dict):
+        raise InvalidTaskError("params['cookies'] must be an object")
 
 
 async def fetch(
@@ -106,7 +122,7 @@ async def fetch(
         ScrapeError: the last failure, with `attempts` and `proxy_host` attributes set.
     """
     try:
-        validate_url(params.get("url"))
+        _check_params(params)
     except InvalidTaskError as exc:
         raise ScrapeError(str(exc)) from None
     provider = context.proxy_provider
@@ -116,6 +132,9 @@ async def fetch(
         proxy = provider.get_one_proxy(params.get("country")) if provider else None
         attempts += 1
         try:
+            if provider is not None and proxy is None:
+                # Going direct would expose our address to a site we chose to reach via proxies.
+                raise ProxyError("no healthy proxy left in the pool (not going direct)")
             body, response = await _request_once(context, params, proxy)
             if validate is not None:
                 try:

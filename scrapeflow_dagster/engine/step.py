@@ -13,7 +13,6 @@ from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.results import StepResult
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 
-
 UPSTREAM = "upstream"
 
 
