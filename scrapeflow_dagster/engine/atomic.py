@@ -20,10 +20,12 @@ def write_bytes_atomic(path: Path | str, data: bytes) -> None:
         OSError: when the folder is missing or not writable.
     """
     # A per-process counter names the temp file: cheaper than mkstemp's random retries, and
-    # unique because no two writers share a pid. The leading dot hides it from status scans.
+    # unique among live writers because no two share a pid. O_TRUNC, not O_EXCL: a leftover of
+    # a killed process whose pid came back must be overwritten, not fail the run. The leading
+    # dot hides temp files from status scans.
     folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(_counter)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
             view = memoryview(data)

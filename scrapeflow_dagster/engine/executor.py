@@ -40,7 +40,6 @@ from scrapeflow_dagster.engine.status import (
     is_success,
     load_status,
     new_status,
-    now_string,
     write_status,
 )
 
@@ -140,6 +139,11 @@ def _stream(
             raise InvalidTaskError(f"task key {key!r} is given twice")
         seen.add(key)
         yield key, params
+
+
+def _stamp(moment: datetime) -> str:
+    """scrapeflow's `_last_run` format: naive UTC `YYYY-MM-DD HH:MM:SS.ffffff`."""
+    return str(moment.replace(tzinfo=None))
 
 
 def _utcnow() -> datetime:
@@ -268,7 +272,7 @@ class _Runner:
 
     async def _run_step(self, executor: Executor, name: str, key: str, status: StatusData) -> bool:
         started = _utcnow()
-        status[f"{name}_started"] = now_string()
+        status[f"{name}_started"] = _stamp(started)
         timeout = self.context.timeout_seconds
         try:
             async with asyncio.timeout(timeout):
@@ -281,20 +285,23 @@ class _Runner:
             error = RuntimeError(str(output.get("error", "executor reported a failure")))
             self._record_error(key, name, status, error, started)
             return False
+        ended = _utcnow()
         status[name] = output
         status[f"{name}_status"] = SUCCESS
-        status[f"{name}_last_run"] = now_string()
+        status[f"{name}_last_run"] = _stamp(ended)
         status[f"{name}_attempts"] = int(output.get("attempts", 1))
         status[f"{name}_failures"] = 0
         status.pop(f"{name}_error_kind", None)
         write_status(self.context.dir, key, status)
+        if self.on_step is None:
+            return True
         self._emit(
             StepResult(
                 key=key,
                 executor=name,
                 outcome="SUCCESS",
                 started=started,
-                ended=_utcnow(),
+                ended=ended,
                 attempts=status[f"{name}_attempts"],
                 http_status=output.get("http_status"),
                 size=output.get("size"),
@@ -311,9 +318,10 @@ class _Runner:
         message = _error_text(exc, self.context.timeout_seconds)
         kind = _error_kind(exc)
         attempts = int(getattr(exc, "attempts", 1))
+        ended = _utcnow()
         status.pop(name, None)
         status[f"{name}_status"] = f"ERROR {type(exc).__name__}::{message}"
-        status[f"{name}_last_run"] = now_string()
+        status[f"{name}_last_run"] = _stamp(ended)
         status[f"{name}_attempts"] = attempts
         status[f"{name}_error_kind"] = kind
         status[f"{name}_failures"] = int(status.get(f"{name}_failures", 0)) + 1
@@ -327,7 +335,7 @@ class _Runner:
                 executor=name,
                 outcome="ERROR",
                 started=started,
-                ended=_utcnow(),
+                ended=ended,
                 error_class=type(exc).__name__,
                 error_kind=kind,
                 message=message,

@@ -1,15 +1,15 @@
 """Per-task locks that hold across processes, so two runs never interleave on one task.
 
-Locks are striped over a fixed number of lock files (flock), not one file per task: a
-million tasks do not make a million lock files. Inside one process, an asyncio lock per stripe
-comes first, because flock does not block coroutines of the same process from each other
-without blocking the event loop.
+Across processes, locks are striped over a fixed number of lock files (flock), not one file per
+task: a million tasks do not make a million lock files. Inside one process, coroutines lock
+per key (asyncio) and share the process's hold on a stripe, so two tasks of the same run never
+wait for each other just because their keys hash to the same stripe.
 """
 
 import asyncio
 import fcntl
-import hashlib
 import os
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,29 +22,66 @@ class TaskLocks:
     """Cross-process, coroutine-friendly locks keyed by task key, under `<directory>/.locks/`."""
 
     def __init__(self, directory: Path, *, stripes: int = STRIPES) -> None:
-        self._dir = Path(directory) / ".locks"
-        self._dir.mkdir(parents=True, exist_ok=True)
+        self._dir = os.path.join(os.fspath(directory), ".locks")
+        os.makedirs(self._dir, exist_ok=True)
         self._stripes = stripes
-        self._local: dict[int, asyncio.Lock] = {}
+        self._key_locks: dict[str, _KeyLock] = {}
+        self._acquiring: dict[int, asyncio.Lock] = {}
+        self._users: dict[int, int] = {}
+        self._fds: dict[int, int] = {}
 
     def _stripe(self, key: str) -> int:
-        digest = hashlib.blake2b(key.encode(), digest_size=4).digest()
-        return int.from_bytes(digest, "big") % self._stripes
+        # crc32 is stable across processes (unlike hash()) and cheap.
+        return zlib.crc32(key.encode()) % self._stripes
+
+    async def _take_stripe(self, stripe: int) -> None:
+        async with self._acquiring.setdefault(stripe, asyncio.Lock()):
+            if not self._users.get(stripe):
+                path = os.path.join(self._dir, f"{stripe:04d}.lock")
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    while True:
+                        try:
+                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                            break
+                        except BlockingIOError:
+                            await asyncio.sleep(_POLL_SECONDS)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fds[stripe] = fd
+            self._users[stripe] = self._users.get(stripe, 0) + 1
+
+    def _drop_stripe(self, stripe: int) -> None:
+        self._users[stripe] -= 1
+        if not self._users[stripe]:
+            del self._users[stripe]
+            os.close(self._fds.pop(stripe))  # closing the descriptor releases the flock
 
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
         """Hold the lock of `key` for the body of the `async with`."""
-        stripe = self._stripe(key)
-        local = self._local.setdefault(stripe, asyncio.Lock())
-        async with local:
-            fd = os.open(self._dir / f"{stripe:04d}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        await asyncio.sleep(_POLL_SECONDS)
-                yield
-            finally:
-                os.close(fd)  # closing the descriptor releases the flock
+        entry = self._key_locks.setdefault(key, _KeyLock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                stripe = self._stripe(key)
+                await self._take_stripe(stripe)
+                try:
+                    yield
+                finally:
+                    self._drop_stripe(stripe)
+        finally:
+            entry.users -= 1
+            if not entry.users:
+                del self._key_locks[key]
+
+
+class _KeyLock:
+    """An asyncio lock with a count of coroutines using it, so it is dropped when idle."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0

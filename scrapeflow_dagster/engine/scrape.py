@@ -1,12 +1,14 @@
 """The `scrape` executors: fetch a task's URL with retries and store the body as `<key>.scrape`."""
 
 import asyncio
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from scrapeflow_dagster.engine.atomic import write_bytes_atomic
 from scrapeflow_dagster.engine.errors import (
@@ -55,6 +57,8 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
     declared = response.content_length
     if declared is not None and declared > cap:
         raise BodyTooLargeError(f"body of {declared} bytes is over the cap of {cap} bytes")
+    if declared is not None and "Content-Encoding" not in response.headers:
+        return await response.read()  # no encoding: Content-Length is the decoded size
     # Counted as read even when declared: Content-Length is the compressed size, and a small
     # gzip body can inflate far past the cap.
     body = bytearray()
@@ -65,8 +69,13 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
     return bytes(body)
 
 
+@functools.lru_cache(maxsize=16)
+def _timeout(total_seconds: float) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=total_seconds)
+
+
 async def _request_once(
-    context: Context, params: dict[str, Any], proxy: str | None
+    context: Context, url: URL, params: dict[str, Any], proxy: str | None
 ) -> tuple[bytes, aiohttp.ClientResponse]:
     session = context.session
     if session is None:
@@ -77,13 +86,13 @@ async def _request_once(
     verify = bool(params.get("verify_tls", settings.verify_tls))
     async with session.request(
         "POST" if payload is not None else "GET",
-        params["url"],
+        url,
         json=payload,
         cookies=params.get("cookies"),
         headers=params.get("headers"),
         proxy=proxy,
         ssl=verify,
-        timeout=aiohttp.ClientTimeout(total=settings.request_timeout_seconds),
+        timeout=_timeout(settings.request_timeout_seconds),
     ) as response:
         kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
         if kind is not None:
@@ -95,9 +104,9 @@ async def _request_once(
         return await _read_capped(response, settings.max_body_bytes), response
 
 
-def _check_params(params: dict[str, Any]) -> None:
+def _check_params(params: dict[str, Any]) -> URL:
     """Refuse params aiohttp would crash on, so they fail their task and not the whole run."""
-    validate_url(params.get("url"))
+    url = validate_url(params.get("url"))
     headers = params.get("headers")
     if headers is not None and not (
         isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values())
@@ -107,6 +116,7 @@ def _check_params(params: dict[str, Any]) -> None:
     cookies = params.get("cookies")
     if cookies is not None and not isinstance(cookies, dict):
         raise InvalidTaskError("params['cookies'] must be an object")
+    return url
 
 
 async def fetch(
@@ -122,7 +132,7 @@ async def fetch(
         ScrapeError: the last failure, with `attempts` and `proxy_host` attributes set.
     """
     try:
-        _check_params(params)
+        url = _check_params(params)
     except InvalidTaskError as exc:
         raise ScrapeError(str(exc)) from None
     provider = context.proxy_provider
@@ -135,7 +145,7 @@ async def fetch(
             if provider is not None and proxy is None:
                 # Going direct would expose our address to a site we chose to reach via proxies.
                 raise ProxyError("no healthy proxy left in the pool (not going direct)")
-            body, response = await _request_once(context, params, proxy)
+            body, response = await _request_once(context, url, params, proxy)
             if validate is not None:
                 try:
                     validate(body)

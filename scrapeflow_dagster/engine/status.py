@@ -12,15 +12,17 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scrapeflow_dagster.engine.atomic import write_json_atomic
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.keys import url_to_key, validate_key
+
+if TYPE_CHECKING:  # pandas costs ~50 MiB: imported only by the functions that build frames
+    import pandas as pd
 
 logger = logging.getLogger(__name__)
 
@@ -132,11 +134,13 @@ def iter_statuses(
                 errors.append((path, str(exc)))
 
 
-def read_status(directory: Path) -> pd.DataFrame:
+def read_status(directory: Path) -> "pd.DataFrame":
     """All status files in `directory` as a DataFrame indexed by key (one row per task).
 
     Unreadable files are skipped with a warning; `df.attrs["errors"]` lists them.
     """
+    import pandas as pd
+
     errors: list[tuple[Path, str]] = []
     keys: list[str] = []
     rows: list[StatusData] = []
@@ -149,12 +153,14 @@ def read_status(directory: Path) -> pd.DataFrame:
     return frame
 
 
-def status_summary(directory: Path) -> pd.DataFrame:
+def status_summary(directory: Path) -> "pd.DataFrame":
     """Counts of each status string (rows) per executor (columns), as int64.
 
     The shape is the same whatever the pandas version: rows sorted with `SUCCESS` first,
     executors in the order first seen, zeros where an executor never had that status.
     """
+    import pandas as pd
+
     counts: dict[str, Counter[str]] = {}
     for _, status in iter_statuses(Path(directory)):
         for name in executor_names(status):
