@@ -443,11 +443,12 @@ async def execute_async(
             proxy_provider=proxy_provider,
             settings=settings,
         )
+        locks = TaskLocks(directory)
         runner = _Runner(
             executors,
             context,
             on_step=on_step,
-            locks=TaskLocks(directory),
+            locks=locks,
             requires=requires,
             max_age_seconds=max_age_seconds,
         )
@@ -465,4 +466,6 @@ async def execute_async(
         except BaseExceptionGroup as group_error:
             # The TaskGroup already cancelled and awaited every sibling; surface the cause.
             raise group_error.exceptions[0] from None
+        finally:
+            locks.close()
     return succeeded

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-STRIPES = 1024
+STRIPES = 256  # lock files are kept open while a TaskLocks lives: stay far below ulimit -n
 _POLL_SECONDS = 0.02
 
 
@@ -34,29 +34,37 @@ class TaskLocks:
         # crc32 is stable across processes (unlike hash()) and cheap.
         return zlib.crc32(key.encode()) % self._stripes
 
+    def _fd(self, stripe: int) -> int:
+        fd = self._fds.get(stripe)
+        if fd is None:
+            path = os.path.join(self._dir, f"{stripe:04d}.lock")
+            fd = self._fds[stripe] = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return fd
+
     async def _take_stripe(self, stripe: int) -> None:
         async with self._acquiring.setdefault(stripe, asyncio.Lock()):
             if not self._users.get(stripe):
-                path = os.path.join(self._dir, f"{stripe:04d}.lock")
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    while True:
-                        try:
-                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                            break
-                        except BlockingIOError:
-                            await asyncio.sleep(_POLL_SECONDS)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                self._fds[stripe] = fd
+                fd = self._fd(stripe)
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        await asyncio.sleep(_POLL_SECONDS)
             self._users[stripe] = self._users.get(stripe, 0) + 1
 
     def _drop_stripe(self, stripe: int) -> None:
         self._users[stripe] -= 1
         if not self._users[stripe]:
             del self._users[stripe]
-            os.close(self._fds.pop(stripe))  # closing the descriptor releases the flock
+            fcntl.flock(self._fds[stripe], fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Close the lock files (releasing any flock still held)."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        self._users.clear()
 
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:

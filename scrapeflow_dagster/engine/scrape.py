@@ -3,6 +3,7 @@
 import asyncio
 import functools
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -177,7 +178,7 @@ async def fetch(
 
 
 def _store(context: Context, key: str, fetched: Fetched) -> ExecutorOutput:
-    write_bytes_atomic(blob_path(context, key), fetched.body)
+    write_bytes_atomic(os.path.join(context.dir, f"{key}.scrape"), fetched.body)
     output: ExecutorOutput = {
         "size": len(fetched.body),
         "content": hashlib.md5(fetched.body).hexdigest(),
