@@ -42,6 +42,9 @@ class TaskLocks:
         return fd
 
     async def _take_stripe(self, stripe: int) -> None:
+        if self._users.get(stripe):  # this process already holds the stripe: share it
+            self._users[stripe] += 1
+            return
         async with self._acquiring.setdefault(stripe, asyncio.Lock()):
             if not self._users.get(stripe):
                 fd = self._fd(stripe)
