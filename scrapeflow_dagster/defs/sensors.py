@@ -27,6 +27,10 @@ def _move_aside(path: Path, folder: Path) -> Path:
     folder.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     target = folder / f"{stamp}-{path.name}"
+    copies = 1
+    while target.exists():  # the same name dropped again within the second: keep both
+        copies += 1
+        target = folder / f"{stamp}-{copies}-{path.name}"
     shutil.move(path, target)
     return target
 
@@ -99,9 +103,11 @@ def plan_catch_up(
     upstream steps are materialised while this one is missing. Returns ranges and a
     fingerprint of the failure counts involved (for run keys)."""
     ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
-    statuses = instance.get_status_by_partition(asset.key, ordered, tasks_partitions_def)
+    # None (not an empty mapping) for an asset that never ran or was never planned.
+    statuses = instance.get_status_by_partition(asset.key, ordered, tasks_partitions_def) or {}
     upstream = [
-        instance.get_status_by_partition(key, ordered, tasks_partitions_def) for key in requires
+        instance.get_status_by_partition(key, ordered, tasks_partitions_def) or {}
+        for key in requires
     ]
     now = datetime.now(UTC).replace(tzinfo=None)
     name = asset.key.to_user_string()
@@ -110,21 +116,26 @@ def plan_catch_up(
     fingerprint: list[str] = []
     for key in ordered:
         state = statuses.get(key)
+        ready = all(u.get(key) == dg.AssetPartitionStatus.MATERIALIZED for u in upstream)
         if state == dg.AssetPartitionStatus.MATERIALIZED:
             passable.add(key)
-        elif state == dg.AssetPartitionStatus.FAILED:
+        elif state == dg.AssetPartitionStatus.FAILED and ready:
+            # Not ready: Dagster also marks FAILED the tasks a failed run skipped for a missing
+            # upstream; they are due once their upstream succeeds, not before.
             try:
-                decision = decide(load_status(status_dir, key), name, rules, now)
+                status = load_status(status_dir, key)
+                decision = decide(status, name, rules, now)
             except StatusFileError:
-                decision = Decision.GIVE_UP
+                status, decision = None, Decision.GIVE_UP
             if decision == Decision.DUE:
                 due.append(key)
-                fingerprint.append(f"{key}:f")
-        elif state is None and requires:
-            ready = all(u.get(key) == dg.AssetPartitionStatus.MATERIALIZED for u in upstream)
-            if ready:
-                due.append(key)
-                fingerprint.append(f"{key}:m")
+                # The failure count makes each retry a new run key (the daemon launches a
+                # run key once).
+                failures = (status or {}).get(f"{name}_failures", 0)
+                fingerprint.append(f"{key}:f{failures}")
+        elif state is None and requires and ready:
+            due.append(key)
+            fingerprint.append(f"{key}:m")
     if due:
         passable.update(due)
     ranges = plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK]

@@ -1,0 +1,169 @@
+"""The commands users type, as real processes on a temp `DAGSTER_HOME` and data folder:
+`scrapeflow tasks add`, `dagster asset materialize`, `scrapeflow status`, `scrapeflow db summary`.
+"""
+
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.engine.keys import request_key
+from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.defs.helpers import BIN_DIR, Status, process_env, statuses
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_command(dagster_home: Path, layout: DataLayout, tmp_path: Path) -> Run:
+    """`run("scrapeflow", *args)` / `run("dagster", *args)` with the temp homes, from tmp_path."""
+    env = process_env(dagster_home, layout.root)
+
+    def run(program: str, *args: str, timeout_seconds: float = 120) -> subprocess.CompletedProcess:
+        executable = BIN_DIR / program
+        assert executable.exists(), f"{executable} is not installed (pip install -e .)"
+        return subprocess.run(
+            [str(executable), *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_seconds,
+        )
+
+    return run
+
+
+@pytest.fixture
+def cli_instance(dagster_home: Path) -> Iterator[Callable[[], dg.DagsterInstance]]:
+    """Opens the instance of the temp `DAGSTER_HOME` (fresh each call: other processes write)."""
+    opened: list[dg.DagsterInstance] = []
+
+    def get() -> dg.DagsterInstance:
+        opened.append(dg.DagsterInstance.get())
+        return opened[-1]
+
+    yield get
+    for instance in opened:
+        instance.dispose()
+
+
+def materialize_cli(run: Run, *selection: str) -> subprocess.CompletedProcess:
+    return run(
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "scrapeflow_dagster.definitions",
+        "--select",
+        "scrape",
+        *selection,
+    )
+
+
+def write_csv(path: Path, rows: Sequence[tuple[str, str]]) -> Path:
+    path.write_text("key,url\n" + "".join(f"{key},{url}\n" for key, url in rows))
+    return path
+
+
+def test_tasks_add_names_bad_lines_and_still_adds_good_ones(
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    site_thread: SiteThread,
+    tmp_path: Path,
+    layout: DataLayout,
+) -> None:
+    urls = [site_thread.url(f"/page/{n}") for n in range(4)]
+    path = tmp_path / "tasks.txt"
+    path.write_text(
+        f"# four pages and a file URL\n{urls[0]}\n{urls[1]}\nfile:///etc/passwd\n"
+        f"{urls[2]}\n\n{urls[3]}\n"
+    )
+
+    done = run_command("scrapeflow", "tasks", "add", str(path))
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{path}:4:" in done.stderr and "file:///etc/passwd" in done.stderr
+    assert "4 valid tasks" in done.stdout and "4 new partitions" in done.stdout
+    keys = [request_key(url) for url in urls]
+    assert cli_instance().get_dynamic_partitions(TASKS_PARTITIONS_NAME) == keys
+    for key, url in zip(keys, urls, strict=True):
+        status = load_status(layout.status_dir, key)
+        assert status is not None and status["params"] == {"url": url}
+
+    again = run_command("scrapeflow", "tasks", "add", str(path))
+
+    assert again.returncode == 1
+    assert "0 new partitions" in again.stdout
+    assert cli_instance().get_dynamic_partitions(TASKS_PARTITIONS_NAME) == keys
+
+
+def test_dagster_materialize_over_a_range_and_one_partition(
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    site_thread: SiteThread,
+    tmp_path: Path,
+) -> None:
+    rows = [(f"cli-{n:02d}", site_thread.url(f"/page/{n}")) for n in range(20)]
+    added = run_command("scrapeflow", "tasks", "add", str(write_csv(tmp_path / "t.csv", rows)))
+    assert added.returncode == 0, added.stderr
+    keys = [key for key, _ in rows]
+    assert cli_instance().get_dynamic_partitions(TASKS_PARTITIONS_NAME) == keys
+
+    ranged = materialize_cli(run_command, "--partition-range", "cli-00...cli-14")
+
+    assert ranged.returncode == 0, ranged.stdout[-3000:] + ranged.stderr[-3000:]
+    found = statuses(cli_instance(), "scrape", keys)
+    assert found == {k: Status.MATERIALIZED if k <= "cli-14" else None for k in keys}
+
+    single = materialize_cli(run_command, "--partition", "cli-19")
+
+    assert single.returncode == 0, single.stdout[-3000:] + single.stderr[-3000:]
+    assert statuses(cli_instance(), "scrape", ["cli-18", "cli-19"]) == {
+        "cli-18": None,
+        "cli-19": Status.MATERIALIZED,
+    }
+
+    status = run_command("scrapeflow", "status")
+
+    assert status.returncode == 0, status.stderr
+    assert "scrape" in status.stdout
+    (success_line,) = [line for line in status.stdout.splitlines() if line.startswith("SUCCESS")]
+    assert success_line.split() == ["SUCCESS", "16"]
+
+    summary = run_command("scrapeflow", "db", "summary")
+
+    assert summary.returncode == 0, summary.stderr
+    for title in ("success rate per executor", "failures by error class", "slowest hosts"):
+        assert f"-- {title}" in summary.stdout
+    (scrape_line,) = [
+        line for line in summary.stdout.splitlines() if line.split()[:1] == ["scrape"]
+    ]
+    assert scrape_line.split() == ["scrape", "16", "16", "100.0"]
+
+
+def test_dagster_materialize_exits_non_zero_when_a_task_fails(
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    site_thread: SiteThread,
+    tmp_path: Path,
+) -> None:
+    rows = [("ok-1", site_thread.url("/page/1")), ("gone-1", site_thread.url("/status/404"))]
+    added = run_command("scrapeflow", "tasks", "add", str(write_csv(tmp_path / "t.csv", rows)))
+    assert added.returncode == 0, added.stderr
+
+    done = materialize_cli(run_command, "--partition-range", "ok-1...gone-1")
+
+    assert done.returncode != 0
+    assert "1 of 2 tasks failed" in done.stdout + done.stderr
+    assert statuses(cli_instance(), "scrape", ["ok-1", "gone-1"]) == {
+        "ok-1": Status.MATERIALIZED,
+        "gone-1": Status.FAILED,
+    }
+    summary = run_command("scrapeflow", "db", "summary")
+    assert "HttpStatusError" in summary.stdout

@@ -1,0 +1,96 @@
+"""The code location loads, for Dagster in this process and for the `dagster` CLI; the engine
+stays free of Dagster."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from scrapeflow_dagster.definitions import defs
+from scrapeflow_dagster_tests.defs.helpers import BIN_DIR, REPO_ROOT
+
+ENGINE_DIR = REPO_ROOT / "scrapeflow_dagster" / "engine"
+
+
+def test_definitions_resolve_with_assets_sensors_schedule() -> None:
+    dg.Definitions.validate_loadable(defs)
+    repo = defs.get_repository_def()
+
+    assets = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
+    assert assets == {"scrape", "validation", "pages"}
+    assert {s.name for s in repo.sensor_defs} == {"inbox_sensor", "retry_sensor"}
+    assert [s.name for s in repo.schedule_defs] == ["refresh_schedule"]
+    assert set(repo.get_top_level_resources()) >= {
+        "scrape_settings",
+        "status_store",
+        "proxy_provider",
+    }
+    graph = repo.asset_graph
+    assert graph.get(dg.AssetKey("validation")).parent_keys == {dg.AssetKey("scrape")}
+    assert graph.get(dg.AssetKey("pages")).parent_keys == {
+        dg.AssetKey("scrape"),
+        dg.AssetKey("validation"),
+    }
+    for name in assets:
+        node = graph.get(dg.AssetKey(name))
+        assert node.partitions_def is not None
+        assert node.backfill_policy == dg.BackfillPolicy.single_run()
+
+
+def test_dagster_cli_validates_the_workspace() -> None:
+    done = subprocess.run(
+        [str(BIN_DIR / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_engine_never_imports_dagster() -> None:
+    files = sorted(ENGINE_DIR.rglob("*.py"))
+    assert len(files) > 10, f"engine sources not found under {ENGINE_DIR}"
+    offenders = {
+        str(path.relative_to(REPO_ROOT)): sorted(
+            name
+            for name in _imported_modules(path)
+            if name.split(".")[0].startswith("dagster")
+            or name.startswith("scrapeflow_dagster.defs")
+        )
+        for path in files
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}
+
+
+def test_engine_imports_without_dagster_loaded() -> None:
+    # The same rule at run time: importing every engine module never pulls Dagster in.
+    modules = sorted(
+        "scrapeflow_dagster.engine." + path.stem
+        for path in ENGINE_DIR.glob("*.py")
+        if path.stem != "__init__"
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0].startswith('dagster'))\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,312 @@
+"""The inbox and retry sensors, evaluated with `build_sensor_context` on a real instance; the
+runs they request are executed as the daemon would (same asset, tags and config)."""
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
+from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
+from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.defs.conftest import Materialize
+from scrapeflow_dagster_tests.defs.helpers import Status, TaskRows, post, statuses
+
+MISSING = "missing-x"
+FLAKY = "flaky-x"
+CAPTCHA = "captcha-x"
+GOOD = [f"good-{n}" for n in range(7)]
+
+
+def evaluate(
+    sensor: dg.SensorDefinition, instance: dg.DagsterInstance, layout: DataLayout
+) -> dg.SensorResult | dg.SkipReason:
+    context = dg.build_sensor_context(
+        instance=instance,
+        resources={"status_store": StatusStoreResource(data_dir=str(layout.root))},
+    )
+    result = sensor(context)
+    assert isinstance(result, dg.SensorResult | dg.SkipReason), result
+    return result
+
+
+def requests_for(result: dg.SensorResult | dg.SkipReason, asset: str) -> list[dg.RunRequest]:
+    if isinstance(result, dg.SkipReason):
+        return []
+    return [r for r in result.run_requests or [] if r.asset_selection == [dg.AssetKey(asset)]]
+
+
+def covered(instance: dg.DagsterInstance, requests: Sequence[dg.RunRequest]) -> set[str]:
+    """The partitions the range run requests span."""
+    ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+    keys: set[str] = set()
+    for request in requests:
+        first = ordered.index(request.tags[RANGE_START_TAG])
+        last = ordered.index(request.tags[RANGE_END_TAG])
+        assert first <= last, request.tags
+        keys.update(ordered[first : last + 1])
+    return keys
+
+
+def execute(materialize_range: Materialize, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
+    """Run what a sensor asked for: its asset, tags (the range) and run config."""
+    (asset_key,) = request.asset_selection or []
+    return materialize_range(
+        asset_key.to_user_string(), tags=request.tags, run_config=request.run_config
+    )
+
+
+# Inbox sensor.
+
+
+def write_inbox_csv(layout: DataLayout, site: SiteThread) -> Path:
+    lines = [
+        "key,url,cookies",
+        f"inbox-1,{site.url('/page/1')},",
+        f'inbox-2,{site.url("/page/2")},"{{""session"": ""abc""}}"',
+        "inbox-file,file:///etc/passwd,",
+        f"inbox/slash,{site.url('/page/3')},",
+        f"inbox...dots,{site.url('/page/4')},",
+        f"inbox-cookies,{site.url('/page/5')},{{not json",
+        f"inbox-3,{site.url('/page/6')},",
+    ]
+    path = layout.inbox_dir / "batch.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_inbox_sensor_adds_valid_tasks_and_requests_their_scrape(
+    site_thread: SiteThread,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    materialize_range: Materialize,
+) -> None:
+    write_inbox_csv(layout, site_thread)
+
+    result = evaluate(inbox_sensor, instance, layout)
+
+    assert isinstance(result, dg.SensorResult)
+    valid = ["inbox-1", "inbox-2", "inbox-3"]
+    (add_request,) = result.dynamic_partitions_requests or []
+    assert isinstance(add_request, dg.AddDynamicPartitionsRequest)
+    assert add_request.partitions_def_name == TASKS_PARTITIONS_NAME
+    assert list(add_request.partition_keys) == valid
+    (run,) = result.run_requests or []
+    assert run.asset_selection == [dg.AssetKey("scrape")]
+    assert (run.tags[RANGE_START_TAG], run.tags[RANGE_END_TAG]) == ("inbox-1", "inbox-3")
+
+    assert not list(layout.inbox_dir.glob("*.csv"))
+    (moved,) = (layout.inbox_dir / "done").glob("*-batch.csv")
+    errors = moved.with_name(moved.name + ".errors.txt").read_text().splitlines()
+    assert [line.split(":")[1] for line in errors] == ["4", "5", "6", "7"]
+    assert "file:///etc/passwd" in errors[0]
+    assert "'/'" in errors[1] and "'..'" in errors[2]
+    assert "cookies is not valid JSON" in errors[3]
+    status = load_status(layout.status_dir, "inbox-2")
+    assert status is not None and status["params"]["cookies"] == {"session": "abc"}
+    for bad in ("inbox-file", "inbox-cookies"):
+        assert load_status(layout.status_dir, bad) is None
+
+    # What the daemon does with the result: add the partitions, launch the run.
+    instance.add_dynamic_partitions(add_request.partitions_def_name, add_request.partition_keys)
+    assert execute(materialize_range, run).success
+    assert statuses(instance, "scrape", valid) == dict.fromkeys(valid, Status.MATERIALIZED)
+
+    assert isinstance(evaluate(inbox_sensor, instance, layout), dg.SkipReason)
+
+
+def test_inbox_sensor_skips_an_empty_inbox(
+    layout: DataLayout, instance: dg.DagsterInstance
+) -> None:
+    (layout.inbox_dir / "notes.md").write_text("not a task file\n")
+
+    result = evaluate(inbox_sensor, instance, layout)
+
+    assert isinstance(result, dg.SkipReason)
+    assert str(layout.inbox_dir) in (result.skip_message or "")
+    assert (layout.inbox_dir / "notes.md").exists()
+
+
+def test_inbox_sensor_requests_no_run_for_known_tasks(
+    site_thread: SiteThread, layout: DataLayout, instance: dg.DagsterInstance
+) -> None:
+    write_inbox_csv(layout, site_thread)
+    first = evaluate(inbox_sensor, instance, layout)
+    assert isinstance(first, dg.SensorResult)
+    for request in first.dynamic_partitions_requests or []:
+        assert isinstance(request, dg.AddDynamicPartitionsRequest)
+        instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+    write_inbox_csv(layout, site_thread)  # the same file dropped again
+
+    again = evaluate(inbox_sensor, instance, layout)
+
+    assert isinstance(again, dg.SensorResult)
+    assert not again.run_requests and not again.dynamic_partitions_requests
+    done = layout.inbox_dir / "done"
+    moved = sorted(done.glob("*batch.csv"))
+    assert len(moved) == 2, "the second file must not overwrite the first"
+    assert all(m.with_name(m.name + ".errors.txt").exists() for m in moved)
+
+
+# Retry sensor.
+
+
+@pytest.fixture
+def retry_batch(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    materialize_range: Materialize,
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[str]:
+    """Seven good pages around a forever-503 task and a 404 task, after one `scrape` run."""
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "0")
+    monkeypatch.delenv("SCRAPEFLOW_RETRY_MAX_FAILED_RUNS", raising=False)
+    rows = [(key, site_thread.url(f"/page/{n}")) for n, key in enumerate(GOOD)]
+    rows.insert(3, (FLAKY, site_thread.url("/flaky/retry-x?fail=-1")))
+    rows.insert(6, (MISSING, site_thread.url("/status/404")))
+    keys = add_task_rows(rows)
+    assert not materialize_range("scrape", keys[0], keys[-1]).success
+    return keys
+
+
+def test_retry_sensor_retries_transient_failures_until_everything_converges(
+    retry_batch: list[str],
+    site_thread: SiteThread,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    materialize_range: Materialize,
+) -> None:
+    found = statuses(instance, "scrape", retry_batch)
+    assert (found[FLAKY], found[MISSING]) == (Status.FAILED, Status.FAILED)
+
+    result = evaluate(retry_sensor, instance, layout)
+
+    scrape_runs = requests_for(result, "scrape")
+    assert FLAKY in covered(instance, scrape_runs)
+    assert MISSING not in covered(instance, scrape_runs)
+    assert all(r.tags["scrapeflow/reason"] == "retry" for r in scrape_runs)
+
+    post(site_thread.url("/control/flaky/retry-x?fail=0"))
+    for request in scrape_runs:
+        assert execute(materialize_range, request).success
+    assert statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.MATERIALIZED}
+
+    # Keep evaluating and running what is asked, as the daemon would, until nothing is due.
+    for _ in range(5):
+        result = evaluate(retry_sensor, instance, layout)
+        if isinstance(result, dg.SkipReason):
+            break
+        assert MISSING not in covered(instance, requests_for(result, "scrape"))
+        for request in result.run_requests or []:
+            assert execute(materialize_range, request).success
+    assert isinstance(result, dg.SkipReason), "the retry sensor never settled"
+
+    done = [k for k in retry_batch if k != MISSING]
+    for asset in ("scrape", "validation", "pages"):
+        assert statuses(instance, asset, done) == dict.fromkeys(done, Status.MATERIALIZED)
+    assert statuses(instance, "scrape", [MISSING]) == {MISSING: Status.FAILED}
+    assert statuses(instance, "validation", [MISSING]) == {MISSING: None}
+
+
+def test_retry_sensor_evaluations_dedupe_by_run_key(
+    retry_batch: list[str], layout: DataLayout, instance: dg.DagsterInstance
+) -> None:
+    first = evaluate(retry_sensor, instance, layout)
+    second = evaluate(retry_sensor, instance, layout)
+
+    assert isinstance(first, dg.SensorResult) and isinstance(second, dg.SensorResult)
+    keys = [r.run_key for r in first.run_requests or []]
+    assert keys and all(keys)
+    assert keys == [r.run_key for r in second.run_requests or []]
+    assert len(set(keys)) == len(keys)
+
+
+def test_retry_sensor_requests_validation_where_scrape_is_materialised(
+    retry_batch: list[str], layout: DataLayout, instance: dg.DagsterInstance
+) -> None:
+    result = evaluate(retry_sensor, instance, layout)
+
+    validation_runs = requests_for(result, "validation")
+    assert validation_runs
+    assert covered(instance, validation_runs) == set(GOOD)
+    assert requests_for(result, "pages") == []
+
+
+def test_retry_sensor_gives_up_after_max_failed_runs(
+    retry_batch: list[str],
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    materialize_range: Materialize,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_MAX_FAILED_RUNS", "3")
+    retry_keys: list[str | None] = []
+
+    for _ in range(6):
+        (run,) = requests_for(evaluate(retry_sensor, instance, layout), "scrape") or [None]
+        if run is None:
+            break
+        assert covered(instance, [run]) == {FLAKY}
+        retry_keys.append(run.run_key)
+        assert not execute(materialize_range, run).success  # the fault stays on
+
+    # Failed runs 2 and 3 were retries; each needs its own run key, or the daemon, which
+    # launches a run key once, would have dropped the second one.
+    assert len(retry_keys) == 2
+    assert len(set(retry_keys)) == 2
+    status = load_status(layout.status_dir, FLAKY)
+    assert status is not None and status["scrape_failures"] == 3
+    assert statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.FAILED}
+
+
+def test_retry_sensor_with_one_failed_run_allowed_gives_up_at_once(
+    retry_batch: list[str],
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_MAX_FAILED_RUNS", "1")
+
+    result = evaluate(retry_sensor, instance, layout)
+
+    assert requests_for(result, "scrape") == []
+
+
+def test_retry_sensor_waits_for_the_backoff(
+    retry_batch: list[str],
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "3600")
+
+    result = evaluate(retry_sensor, instance, layout)
+
+    assert requests_for(result, "scrape") == []
+
+
+def test_retry_sensor_leaves_validation_of_tasks_without_scrape_alone(
+    retry_batch: list[str],
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    materialize_range: Materialize,
+) -> None:
+    (captcha,) = add_task_rows([(CAPTCHA, site_thread.url("/captcha"))])
+    materialize_range("scrape", captcha, captcha)
+    # A validation run where the captcha fails: Dagster marks the whole run's unmaterialised
+    # partitions FAILED, including the tasks whose scrape failed and that never ran.
+    assert not materialize_range("validation", retry_batch[0], captcha).success
+
+    result = evaluate(retry_sensor, instance, layout)
+
+    validation_due = covered(instance, requests_for(result, "validation"))
+    assert MISSING not in validation_due
+    assert FLAKY not in validation_due  # its scrape is due first
+    assert FLAKY in covered(instance, requests_for(result, "scrape"))
