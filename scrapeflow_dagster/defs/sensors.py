@@ -2,6 +2,7 @@
 
 import os
 import shutil
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -98,10 +99,10 @@ def plan_catch_up(
     asset: dg.AssetsDefinition,
     requires: list[dg.AssetKey],
     rules: RetryRules,
-) -> tuple[list[tuple[str, str]], str]:
-    """Ranges of `asset` to run: failed partitions due for a retry, and partitions whose
-    upstream steps are materialised while this one is missing. Returns ranges and a
-    fingerprint of the failure counts involved (for run keys)."""
+) -> "CatchUpPlan":
+    """What to run for `asset`: failed partitions due for a retry, partitions whose upstream
+    steps are materialised while this one is missing, and tasks whose block page calls for a
+    forced re-fetch by `scrape`."""
     ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
     # None (not an empty mapping) for an asset that never ran or was never planned.
     statuses = instance.get_status_by_partition(asset.key, ordered, tasks_partitions_def) or {}
@@ -111,7 +112,9 @@ def plan_catch_up(
     ]
     now = datetime.now(UTC).replace(tzinfo=None)
     name = asset.key.to_user_string()
+    upstream_names = [k.to_user_string() for k in requires]
     due: list[str] = []
+    refetch: list[str] = []
     passable: set[str] = set()
     fingerprint: list[str] = []
     for key in ordered:
@@ -124,7 +127,7 @@ def plan_catch_up(
             # upstream; they are due once their upstream succeeds, not before.
             try:
                 status = load_status(status_dir, key)
-                decision = decide(status, name, rules, now)
+                decision = decide(status, name, rules, now, requires=upstream_names)
             except StatusFileError:
                 status, decision = None, Decision.GIVE_UP
             if decision == Decision.DUE:
@@ -133,13 +136,30 @@ def plan_catch_up(
                 # run key once).
                 failures = (status or {}).get(f"{name}_failures", 0)
                 fingerprint.append(f"{key}:f{failures}")
+            elif decision == Decision.REFETCH:
+                refetch.append(key)
         elif state is None and requires and ready:
             due.append(key)
             fingerprint.append(f"{key}:m")
     if due:
         passable.update(due)
-    ranges = plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK]
-    return ranges, "|".join(fingerprint)
+    return CatchUpPlan(
+        ranges=plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK],
+        fingerprint="|".join(fingerprint),
+        # Forced runs re-fetch every key of their range: no gaps swept in.
+        refetch_ranges=plan_ranges(ordered, refetch, passable=set(), max_gap=0)[:MAX_RUNS_PER_TICK],
+        refetch_fingerprint="|".join(refetch),
+    )
+
+
+@dataclass(frozen=True)
+class CatchUpPlan:
+    """Range runs of one asset, plus forced `scrape` runs for tasks that need a new fetch."""
+
+    ranges: list[tuple[str, str]]
+    fingerprint: str
+    refetch_ranges: list[tuple[str, str]]
+    refetch_fingerprint: str
 
 
 @dg.sensor(
@@ -157,12 +177,21 @@ def retry_sensor(
     runs: list[dg.RunRequest] = []
     for asset in executor_assets:
         requires = [dep.asset_key for spec in asset.specs for dep in spec.deps]
-        ranges, fingerprint = plan_catch_up(
-            context.instance, layout.status_dir, asset, requires, rules
+        plan = plan_catch_up(context.instance, layout.status_dir, asset, requires, rules)
+        runs.extend(
+            range_run_request(asset.key, first, last, reason="retry", fingerprint=plan.fingerprint)
+            for first, last in plan.ranges
         )
         runs.extend(
-            range_run_request(asset.key, first, last, reason="retry", fingerprint=fingerprint)
-            for first, last in ranges
+            range_run_request(
+                dg.AssetKey("scrape"),
+                first,
+                last,
+                reason=f"refetch-{asset.key.to_user_string()}",
+                fingerprint=plan.refetch_fingerprint,
+                run_config={"ops": {"scrape": {"config": {"force": True}}}},
+            )
+            for first, last in plan.refetch_ranges
         )
     if not runs:
         return dg.SkipReason("no failed or pending partitions are due")

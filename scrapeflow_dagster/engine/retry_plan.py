@@ -18,6 +18,7 @@ class Decision(StrEnum):
     WAIT = "wait"  # try again later (backoff not over)
     GIVE_UP = "give_up"  # permanent failure or attempt cap reached
     DONE = "done"  # succeeded, nothing to do
+    REFETCH = "refetch"  # a later step found a block page: fetch again before retrying it
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +38,20 @@ def _parse_time(value: object) -> datetime | None:
         return None
 
 
-def decide(status: StatusData | None, name: str, rules: RetryRules, now: datetime) -> Decision:
+def decide(
+    status: StatusData | None,
+    name: str,
+    rules: RetryRules,
+    now: datetime,
+    *,
+    requires: Sequence[str] = (),
+) -> Decision:
     """Decide for executor `name` of one task (`now` naive UTC, like `_last_run`).
 
     A missing status or a step that never ran is due; a permanent error (other 4xx, body too
-    large, bad URL) is never retried, so a permanent failure cannot loop forever.
+    large, bad URL) is never retried, so a permanent failure cannot loop forever. A step after
+    others (`requires`) that found a block page gains nothing from re-reading the same body:
+    it asks for a new fetch (REFETCH), and is due again once an upstream step ran after it.
     """
     if status is None or f"{name}_status" not in status:
         return Decision.DUE
@@ -51,11 +61,14 @@ def decide(status: StatusData | None, name: str, rules: RetryRules, now: datetim
     failures = int(status.get(f"{name}_failures") or 1)
     if kind not in rules.retry_kinds or failures >= rules.max_failed_runs:
         return Decision.GIVE_UP
-    last_run = _parse_time(status.get(f"{name}_last_run"))
+    own_last_run = str(status.get(f"{name}_last_run", ""))
+    if any(str(status.get(f"{up}_last_run", "")) > own_last_run for up in requires):
+        return Decision.DUE  # new upstream data: worth a try at once
+    last_run = _parse_time(own_last_run)
     delay = min(rules.backoff_max_seconds, rules.backoff_base_seconds * 2 ** (failures - 1))
     if last_run is not None and now < last_run + timedelta(seconds=delay):
         return Decision.WAIT
-    return Decision.DUE
+    return Decision.REFETCH if requires and kind == "blocked" else Decision.DUE
 
 
 def plan_ranges(

@@ -310,3 +310,36 @@ def test_retry_sensor_leaves_validation_of_tasks_without_scrape_alone(
     assert MISSING not in validation_due
     assert FLAKY not in validation_due  # its scrape is due first
     assert FLAKY in covered(instance, requests_for(result, "scrape"))
+
+
+def test_blocked_validation_gets_a_forced_refetch_then_a_new_validation(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    materialize_range: Materialize,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A captcha served once: re-reading the stored body would fail forever, so the sensor
+    asks `scrape` to fetch again (forced), then validation is due on the new body."""
+    from scrapeflow_dagster.site.app import FaultRates, fault_of
+
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "0")
+    n = next(n for n in range(1000) if fault_of(n, 0, FaultRates()) == "captcha")
+    (key,) = add_task_rows([("captcha-once", site_thread.url(f"/mixed/{n}"))])
+    assert materialize_range("scrape", key, key).success  # a 200 with a captcha body
+    assert not materialize_range("validation", key, key).success
+
+    result = evaluate(retry_sensor, instance, layout)
+    (refetch,) = requests_for(result, "scrape")
+    assert refetch.tags["scrapeflow/reason"] == "refetch-validation"
+    assert refetch.run_config == {"ops": {"scrape": {"config": {"force": True}}}}
+    assert requests_for(result, "validation") == []
+    assert execute(materialize_range, refetch).success
+
+    result = evaluate(retry_sensor, instance, layout)
+    (again,) = requests_for(result, "validation")
+    assert execute(materialize_range, again).success
+    assert statuses(instance, "validation", [key]) == {key: Status.MATERIALIZED}
+    status = load_status(layout.status_dir, key)
+    assert status is not None and status["validation_status"] == "SUCCESS"
