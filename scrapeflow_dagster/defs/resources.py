@@ -68,11 +68,14 @@ class StatusStoreResource(dg.ConfigurableResource):
 class ProxyProviderResource(dg.ConfigurableResource):
     """Where proxies come from and how bad ones are retired.
 
-    Secrets (`api_key`) come from `dg.EnvVar` in definitions and are never logged.
+    Secrets (`api_key`, proxy URLs with credentials) come from `dg.EnvVar` in definitions and
+    are never logged: a plain value would be stored by Dagster with every run's job snapshot.
     """
 
     kind: ProxyKind = "none"
     proxy_urls: list[str] = Field(default_factory=list)
+    # Whitespace-separated proxy URLs, for `dg.EnvVar("SCRAPEFLOW_PROXY_URLS")`.
+    proxy_urls_text: str | None = None
     proxies_by_country: dict[str, list[str]] = Field(default_factory=dict)
     api_key: str | None = None
     order_id: str | None = None
@@ -91,7 +94,8 @@ class ProxyProviderResource(dg.ConfigurableResource):
             case "none":
                 return None
             case "list":
-                return ProxyProviderFromList(self.proxy_urls, **common)
+                urls = [*self.proxy_urls, *(self.proxy_urls_text or "").split()]
+                return ProxyProviderFromList(urls, **common)
             case "dict":
                 return ProxyProviderFromDict(self.proxies_by_country, **common)
             case "proxyscrape":
@@ -116,8 +120,10 @@ def proxy_resource_from_env() -> ProxyProviderResource:
             order_id=dg.EnvVar("IPROYAL_ORDER_ID"),
         )
     if kind == "list":
-        urls = os.environ.get("SCRAPEFLOW_PROXY_URLS", "")
-        return ProxyProviderResource(kind="list", proxy_urls=[u for u in urls.split() if u])
+        # Through EnvVar: the URLs carry passwords, which must not land in the job snapshot.
+        return ProxyProviderResource(
+            kind="list", proxy_urls_text=dg.EnvVar("SCRAPEFLOW_PROXY_URLS")
+        )
     if kind == "proxyscrape":
         return ProxyProviderResource(kind="proxyscrape")
     return ProxyProviderResource()
