@@ -47,3 +47,36 @@ def write_json_atomic(path: Path | str, obj: object, *, indent: bool = True) -> 
     """Serialise `obj` with orjson (indent 2, as scrapeflow did) and write it atomically."""
     option = orjson.OPT_INDENT_2 if indent else 0
     write_bytes_atomic(path, orjson.dumps(obj, option=option | orjson.OPT_NON_STR_KEYS))
+
+
+def sweep_stale_temp_files(directory: Path | str) -> int:
+    """Delete temp files left in `directory` by writers that no longer run (killed processes).
+
+    Returns:
+        How many were removed. A temp file of a live process is never touched.
+    """
+    removed = 0
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            parts = name.rsplit(".", 3)  # .<target>.<pid>.<n>.tmp
+            if len(parts) != 4 or not parts[1].isdigit() or _alive(int(parts[1])):
+                continue
+            try:
+                os.unlink(entry.path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -35,8 +35,9 @@ def status_kind(status: int, policy: RetryPolicy, *, via_proxy: bool) -> ErrorKi
 def as_scrape_error(exc: BaseException, *, via_proxy: bool) -> ScrapeError:
     """Wrap a network-level exception into a `ScrapeError` with the right kind.
 
-    Proxy connection and proxy-auth failures are charged to the proxy; every other network
-    failure or timeout is transient. Messages are redacted (aiohttp may echo a proxy URL).
+    Proxy connection and proxy-auth failures are charged to the proxy; redirect loops, bad
+    URLs and TLS failures are permanent; every other network failure or timeout is
+    transient. Messages are redacted (aiohttp may echo a proxy URL).
     """
     if isinstance(exc, ScrapeError):
         return exc
@@ -44,7 +45,14 @@ def as_scrape_error(exc: BaseException, *, via_proxy: bool) -> ScrapeError:
     text = redact(str(exc)) or "no message"
     if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return ProxyError(f"{name}: {text}")
-    if isinstance(exc, aiohttp.TooManyRedirects | aiohttp.InvalidURL):
+    # A bad certificate or TLS handshake does not heal by retrying: permanent.
+    permanent = (
+        aiohttp.TooManyRedirects,
+        aiohttp.InvalidURL,
+        aiohttp.ClientConnectorCertificateError,
+        aiohttp.ClientSSLError,
+    )
+    if isinstance(exc, permanent):
         return ScrapeError(f"{name}: {text}")
     if isinstance(exc, TimeoutError):
         return TransientError(f"{name}: request timed out")

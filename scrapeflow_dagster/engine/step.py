@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from yarl import URL
 
+from scrapeflow_dagster.engine.atomic import sweep_stale_temp_files
 from scrapeflow_dagster.engine.executor import Executor, execute_async, executor_name
 from scrapeflow_dagster.engine.layout import DataLayout
 from scrapeflow_dagster.engine.ledger import Ledger, StepRow
@@ -105,8 +106,12 @@ async def run_step(
     ledger's spool, which is synced at the end without ever failing on DuckDB's lock.
     """
     layout.ensure()
+    sweep_stale_temp_files(layout.status_dir)
     report = StepReport(executor=executor_name(executor))
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id) as ledger:
+    # Spool every 1,000 rows: a killed run loses at most that many DuckDB rows (the status
+    # files still have them; `scrapeflow db rebuild` restores them).
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000)
+    with ledger:
 
         def on_step(result: StepResult) -> None:
             report.results[result.key] = result

@@ -245,3 +245,24 @@ async def test_sigkill_mid_run_then_rerun_completes(site_process: str, tmp_path:
     assert len(frame) == CRASH_TASKS
     assert frame.attrs["errors"] == []
     assert status_summary(directory).loc["SUCCESS", "scrape"] == CRASH_TASKS
+
+
+def test_stale_temp_files_of_dead_writers_are_swept(tmp_path: Path) -> None:
+    """A killed writer's `.name.<pid>.<n>.tmp` goes; a live writer's stays; real files stay."""
+    from scrapeflow_dagster.engine.atomic import sweep_stale_temp_files
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead_pid = int(dead.stdout)
+    (tmp_path / f".k.status.json.{dead_pid}.0.tmp").write_bytes(b"partial")
+    (tmp_path / f".k.scrape.{os.getpid()}.3.tmp").write_bytes(b"in flight")
+    (tmp_path / "k.status.json").write_bytes(b"{}")
+
+    assert sweep_stale_temp_files(tmp_path) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f".k.scrape.{os.getpid()}.3.tmp", "k.status.json"]
+    )
