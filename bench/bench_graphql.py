@@ -1,0 +1,303 @@
+"""How long the UI's partition health bar takes with 100,000 task partitions.
+
+    .venv/bin/python -m bench.bench_graphql                     # 100k partitions, 2k materialised
+    .venv/bin/python -m bench.bench_graphql --partitions 20000 --materialized 500 --json g.json
+
+In a fresh DAGSTER_HOME (SQLite): N keys are added to the `tasks` dynamic partitions with
+`instance.add_dynamic_partitions` in chunks of 10,000; M of them, spread over the range, get a
+materialisation of `scrape` and of the floor's `trivial` asset (same partitions definition) through
+`instance.report_runless_asset_event`. Then `python -m dagster_webserver` serves a workspace with
+both code locations (`scrapeflow_dagster.definitions`, `bench.floor_defs`) and we time:
+
+  health    the UI's own `PartitionHealthQuery` (asset page and partitions tab: partition keys
+            plus `assetPartitionStatuses`), first call (builds Dagster's asset status cache)
+            then warm calls;
+  statuses  only `assetPartitionStatuses`;
+  keys      only `partitionKeysByDimension`.
+
+For `scrape` (ours) and `trivial` (floor: the same query on a trivial asset over the same
+partitions). Target printed: the health query under 3 s, first call included.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    PYTHON,
+    REPO,
+    Service,
+    bench_env,
+    free_port,
+    graphql,
+    http_ok,
+    machine_info,
+    make_home,
+    print_table,
+    temp_root,
+    wait_until,
+    write_json,
+)
+
+TARGET_SECONDS = 3.0
+CHUNK = 10_000
+
+# As in dagster-webserver's bundled UI (PartitionHealthQuery), verbatim in what it selects.
+HEALTH_QUERY = """
+query PartitionHealthQuery($assetKey: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $assetKey) {
+    ... on AssetNode {
+      id
+      partitionKeysByDimension { name type partitionKeys }
+      assetPartitionStatuses {
+        ... on TimePartitionStatuses {
+          ranges { status startTime endTime startKey endKey }
+        }
+        ... on DefaultPartitionStatuses {
+          materializedPartitions
+          materializingPartitions
+          failedPartitions
+        }
+        ... on MultiPartitionStatuses {
+          primaryDimensionName
+          ranges {
+            primaryDimStartKey
+            primaryDimEndKey
+            primaryDimStartTime
+            primaryDimEndTime
+            secondaryDim {
+              ... on TimePartitionStatuses {
+                ranges { status startTime endTime startKey endKey }
+              }
+              ... on DefaultPartitionStatuses {
+                materializedPartitions
+                materializingPartitions
+                failedPartitions
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+STATUSES_QUERY = """
+query Statuses($assetKey: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $assetKey) {
+    ... on AssetNode {
+      assetPartitionStatuses {
+        ... on DefaultPartitionStatuses {
+          materializedPartitions
+          materializingPartitions
+          failedPartitions
+        }
+      }
+    }
+  }
+}
+"""
+
+KEYS_QUERY = """
+query Keys($assetKey: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $assetKey) {
+    ... on AssetNode { partitionKeysByDimension { name partitionKeys } }
+  }
+}
+"""
+
+ASSET_PRESENT = """
+query Asset($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) { __typename }
+}
+"""
+
+WORKSPACE = """load_from:
+  - python_module:
+      module_name: scrapeflow_dagster.definitions
+      location_name: scrapeflow
+      working_directory: {repo}
+  - python_module:
+      module_name: bench.floor_defs
+      location_name: floor
+      working_directory: {repo}
+"""
+
+ASSETS = {"ours": "scrape", "floor": "trivial"}
+
+
+def populate(home: Path, n: int, m: int) -> dict[str, Any]:
+    """Add `n` partitions and report `m` materialisations of each asset; returns timings."""
+    import dagster as dg
+    from dagster._core.instance.ref import InstanceRef
+
+    keys = [f"task-{i:07d}" for i in range(n)]
+    step = max(1, n // m) if m else n + 1
+    chosen = keys[::step][:m]
+    out: dict[str, Any] = {"partitions": n, "materialized": len(chosen)}
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        t0 = time.perf_counter()
+        for start in range(0, n, CHUNK):
+            instance.add_dynamic_partitions("tasks", keys[start : start + CHUNK])
+        out["add_partitions_seconds"] = time.perf_counter() - t0
+        for asset in ASSETS.values():
+            t0 = time.perf_counter()
+            for key in chosen:
+                instance.report_runless_asset_event(
+                    dg.AssetMaterialization(asset_key=asset, partition=key)
+                )
+            out[f"report_{asset}_seconds"] = time.perf_counter() - t0
+    return out
+
+
+def timed_query(url: str, query: str, asset: str) -> tuple[float, dict[str, Any]]:
+    t0 = time.perf_counter()
+    data = graphql(url, query, {"assetKey": {"path": [asset]}})
+    return time.perf_counter() - t0, data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--materialized", type=int, default=2_000)
+    parser.add_argument("--warm", type=int, default=5, help="warm calls after the first")
+    parser.add_argument("--tmp-dir", default=None)
+    parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as JSON")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {
+        "config": {
+            "partitions": args.partitions,
+            "materialized": args.materialized,
+            "warm": args.warm,
+            **machine_info(),
+        }
+    }
+    with temp_root("bench-graphql-", args.tmp_dir) as root:
+        home = make_home(root, "home")
+        print(
+            f"populating: {args.partitions:,} partitions, {args.materialized:,} materialised"
+            " per asset ...",
+            flush=True,
+        )
+        report["setup"] = populate(home, args.partitions, args.materialized)
+        s = report["setup"]
+        print(
+            f"  add_dynamic_partitions {s['add_partitions_seconds']:.1f} s; runless reports:"
+            f" {s['report_scrape_seconds']:.1f} s + {s['report_trivial_seconds']:.1f} s",
+            flush=True,
+        )
+        workspace = root / "workspace.yaml"
+        workspace.write_text(WORKSPACE.format(repo=REPO))
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        url = base + "/graphql"
+        cmd = [PYTHON, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(port)]
+        cmd += ["-w", str(workspace)]
+        results: dict[str, Any] = {}
+        with Service(cmd, env=bench_env(home), log_path=root / "webserver.log") as web:
+            try:
+                t0 = time.perf_counter()
+                wait_until(
+                    lambda: not web.alive() or http_ok(base + "/server_info"),
+                    timeout=180,
+                    interval=0.5,
+                    what="webserver",
+                )
+
+                def loaded() -> bool:
+                    try:
+                        return all(
+                            graphql(url, ASSET_PRESENT, {"key": {"path": [a]}})["assetNodeOrError"][
+                                "__typename"
+                            ]
+                            == "AssetNode"
+                            for a in ASSETS.values()
+                        )
+                    except (OSError, RuntimeError):
+                        return False
+
+                wait_until(loaded, timeout=180, interval=0.5, what="both code locations")
+                report["webserver_startup_seconds"] = time.perf_counter() - t0
+                for name, asset in ASSETS.items():
+                    res: dict[str, Any] = {"asset": asset}
+                    for qname, query in (
+                        ("health", HEALTH_QUERY),
+                        ("statuses", STATUSES_QUERY),
+                        ("keys", KEYS_QUERY),
+                    ):
+                        first, data = timed_query(url, query, asset)
+                        warm = [timed_query(url, query, asset)[0] for _ in range(args.warm)]
+                        res[qname] = {
+                            "first": first,
+                            "warm_median": statistics.median(warm) if warm else None,
+                            "warm_max": max(warm) if warm else None,
+                        }
+                        if qname == "health":
+                            node = data["assetNodeOrError"]
+                            statuses = node["assetPartitionStatuses"]
+                            res["keys_returned"] = len(
+                                node["partitionKeysByDimension"][0]["partitionKeys"]
+                            )
+                            res["materialized_returned"] = len(statuses["materializedPartitions"])
+                        print(
+                            f"{name} {qname}: first {first:.2f} s, warm median"
+                            f" {res[qname]['warm_median']:.2f} s",
+                            flush=True,
+                        )
+                    results[name] = res
+                if web.sampler is not None:
+                    web.sampler.sample()
+                    report["rss_by_role"] = web.sampler.by_role()
+            except Exception:
+                print(f"--- webserver log tail\n{web.log_tail()}", file=sys.stderr)
+                raise
+        report["results"] = results
+
+    rows = []
+    for name, res in results.items():
+        for qname in ("health", "statuses", "keys"):
+            q = res[qname]
+            floor_q = results["floor"][qname]
+            rows.append(
+                [
+                    f"{name} ({res['asset']})",
+                    qname,
+                    q["first"],
+                    q["warm_median"],
+                    q["warm_max"],
+                    q["first"] / floor_q["first"],
+                    (q["warm_median"] or 0) / (floor_q["warm_median"] or 1),
+                ]
+            )
+    print_table(
+        ["asset", "query", "first s", "warm median s", "warm max s", "first/floor", "warm/floor"],
+        rows,
+        title=(
+            f"GraphQL over {args.partitions:,} partitions, {args.materialized:,} materialised"
+            f" (webserver up in {report['webserver_startup_seconds']:.1f} s)"
+        ),
+    )
+    ours = results["ours"]["health"]
+    worst = max(ours["first"], ours["warm_max"] or 0.0)
+    report["target_ok"] = worst < TARGET_SECONDS
+    print(
+        f"\nPartitionHealthQuery on scrape: first {ours['first']:.2f} s, warm"
+        f" {ours['warm_median']:.2f} s (target < {TARGET_SECONDS:.0f} s):"
+        f" {'PASS' if report['target_ok'] else 'FAIL'}"
+    )
+    roles = report.get("rss_by_role", {})
+    if roles:
+        print(
+            "peak RSS: "
+            + ", ".join(f"{k} {v['peak_rss_mib']:.0f} MiB" for k, v in sorted(roles.items()))
+        )
+    write_json(args.json, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Every benchmark in sequence at its default sizes, then one summary table (`make bench`).
+
+    .venv/bin/python -m bench.run_all                    # engine, ledger, add, graphql, dagster
+    .venv/bin/python -m bench.run_all --with-settings    # plus bench_dagster --instance-settings
+    .venv/bin/python -m bench.run_all --quick            # small sizes: checks the scripts run
+    .venv/bin/python -m bench.run_all --only engine --only add --json-dir out/
+
+Each script runs as its own subprocess (its output is shown as it comes) and writes its figures
+as JSON into --json-dir (a temporary folder by default); the summary reads them back. Figures
+are ratios against baselines measured in the same run; nothing is asserted, but a script that
+fails is reported and the others still run.
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.common import PYTHON, REPO, machine_info, print_table
+
+Row = list[Any]
+
+
+def _get(data: Any, *path: Any) -> Any:
+    for part in path:
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and -len(data) <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _verdict(ok: Any) -> str:
+    return "-" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def rows_engine(data: dict[str, Any], _out: str) -> list[Row]:
+    s = data.get("summary") or {}
+    a = s.get("A") or {}
+    return [
+        [
+            "engine",
+            "execute_async / bare aiohttp pages/s",
+            s.get("ratio_a_over_b"),
+            ">= 0.90",
+            _verdict(s.get("ratio_ok")),
+        ],
+        ["engine", "engine pages/s (median)", a.get("median_pages_per_s"), "", "-"],
+        [
+            "engine",
+            "engine peak RSS MiB",
+            a.get("peak_rss_mib"),
+            "<= 150",
+            _verdict(s.get("rss_ok")),
+        ],
+    ]
+
+
+def rows_ledger(_data: dict[str, Any], out: str) -> list[Row]:
+    rows: list[Row] = []
+    found = re.search(r"record\+flush\+sync\s+([\d,]+) rows/s", out)
+    if found:
+        rate = float(found.group(1).replace(",", ""))
+        rows.append(["ledger", "record+flush+sync rows/s", rate, "", "-"])
+    found = re.search(r"peak RSS\s+([\d,.]+) MiB", out)
+    if found:
+        rows.append(["ledger", "peak RSS MiB", float(found.group(1).replace(",", "")), "", "-"])
+    return rows
+
+
+def rows_add(data: dict[str, Any], _out: str) -> list[Row]:
+    rows: list[Row] = []
+    for r in data.get("sizes", []):
+        n = r["tasks"]
+        ok = r.get("target_ok")
+        target = "< 30" if n == 100_000 else ""
+        rows.append(
+            ["add tasks", f"{n:,} tasks: seconds", r["ours"]["seconds"], target, _verdict(ok)]
+        )
+        rows.append(
+            [
+                "add tasks",
+                f"{n:,} tasks: / floor (partitions only)",
+                r["ours"]["seconds"] / r["floor"]["seconds"],
+                "",
+                "-",
+            ]
+        )
+        rows.append(
+            ["add tasks", f"{n:,} tasks: peak RSS MiB", r["ours"]["tree_peak_rss_mib"], "", "-"]
+        )
+    return rows
+
+
+def rows_graphql(data: dict[str, Any], _out: str) -> list[Row]:
+    ours = _get(data, "results", "ours", "health") or {}
+    floor = _get(data, "results", "floor", "health") or {}
+    n = _get(data, "config", "partitions") or 0
+    ok = data.get("target_ok")
+    first, warm = ours.get("first"), ours.get("warm_median")
+    return [
+        ["graphql", f"health query, {n:,} partitions: first s", first, "< 3", _verdict(ok)],
+        ["graphql", "health query: warm s", warm, "< 3", _verdict(ok)],
+        [
+            "graphql",
+            "health query first: scrape / trivial",
+            first / floor["first"] if first and floor.get("first") else None,
+            "",
+            "-",
+        ],
+    ]
+
+
+def rows_dagster(data: dict[str, Any], _out: str) -> list[Row]:
+    rows: list[Row] = []
+    m = _get(data, "materialize", "summary")
+    n = _get(data, "materialize", "tasks") or 0
+    if m:
+        rows += [
+            ["dagster", f"{n:,}: materialize ours / floor", m["ratio_materialize"], "", "-"],
+            [
+                "dagster",
+                f"{n:,}: end to end (add + materialize) ours / floor",
+                m["ratio_end_to_end"],
+                "<= 1.15",
+                _verdict(m.get("end_to_end_ok")),
+            ],
+            [
+                "dagster",
+                f"{n:,}: end to end, event-normalised, ours / floor",
+                m.get("ratio_end_to_end_event_normalised"),
+                "",
+                "-",
+            ],
+            ["dagster", f"{n:,}: ours end to end pages/s", n / m["ours_e2e"], "", "-"],
+            ["dagster", f"{n:,}: ours materialize seconds", m["ours_mat"], "", "-"],
+            ["dagster", f"{n:,}: floor materialize seconds", m["floor_mat"], "", "-"],
+            [
+                "dagster",
+                f"{n:,}: ours largest process peak RSS MiB",
+                m["ours_tree_peak_rss_mib"],
+                "<= 250" if n == 10_000 else "",
+                _verdict(m.get("rss_ok")),
+            ],
+        ]
+    b = _get(data, "backfill", "summary")
+    nb = _get(data, "backfill", "tasks") or 0
+    if b:
+        rows += [
+            ["dagster", f"{nb:,}: daemon backfill ours / floor", b["ratio"], "", "-"],
+            ["dagster", f"{nb:,}: daemon backfill ours seconds", b["ours_seconds"], "", "-"],
+        ]
+    variants = _get(data, "settings", "variants") or []
+    if variants:
+        base = variants[0]["materialize"]["seconds"]
+        for v in variants[1:]:
+            rows.append(
+                [
+                    "dagster",
+                    f"setting: {v['variant']} (x default)",
+                    v["materialize"]["seconds"] / base,
+                    "",
+                    "-",
+                ]
+            )
+    return rows
+
+
+BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]] = [
+    # (name, module, summary rows, accepts --json)
+    ("engine", "bench.bench_engine", rows_engine, True),
+    ("ledger", "bench.bench_ledger", rows_ledger, False),
+    ("add", "bench.bench_add_tasks", rows_add, True),
+    ("graphql", "bench.bench_graphql", rows_graphql, True),
+    ("dagster", "bench.bench_dagster", rows_dagster, True),
+]
+
+QUICK_ARGS = {
+    "engine": ["--tasks", "1000", "--rounds", "1", "--warmup", "200"],
+    "ledger": ["--rows", "10000"],
+    "add": ["--sizes", "1000"],
+    "graphql": ["--partitions", "5000", "--materialized", "100", "--warm", "2"],
+    "dagster": ["--tasks", "200", "--backfill-tasks", "200", "--settings-tasks", "200"],
+}
+
+
+def run_one(module: str, args: list[str]) -> tuple[int, str, float]:
+    """Run `python -m module args`, echoing its output; returns (exit code, output, seconds)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [PYTHON, "-m", module, *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        lines.append(line)
+    code = proc.wait()
+    return code, "".join(lines), time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--only", action="append", choices=[b[0] for b in BENCHES], help="repeatable"
+    )
+    parser.add_argument("--with-settings", action="store_true", help="dagster settings variants")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--json-dir", default=None, help="keep each script's JSON here")
+    args = parser.parse_args(argv)
+
+    json_dir = Path(args.json_dir or tempfile.mkdtemp(prefix="bench-all-"))
+    json_dir.mkdir(parents=True, exist_ok=True)
+    selected = [b for b in BENCHES if not args.only or b[0] in args.only]
+    info = machine_info()
+    print(f"bench.run_all: {', '.join(b[0] for b in selected)} (JSON in {json_dir})")
+    print(f"python {info['python']}, {info['cpus']} CPUs, load average {info['loadavg']}")
+    started = time.perf_counter()
+    rows: list[Row] = []
+    timings: list[Row] = []
+    for name, module, summarise, has_json in selected:
+        extra = list(QUICK_ARGS[name]) if args.quick else []
+        if name == "dagster" and args.with_settings:
+            extra.append("--instance-settings")
+        path = json_dir / f"{name}.json"
+        if has_json:
+            extra += ["--json", str(path)]
+        print(f"\n{'=' * 100}\n== {module} {' '.join(extra)}\n{'=' * 100}", flush=True)
+        code, out, seconds = run_one(module, extra)
+        timings.append([name, seconds, code])
+        data: dict[str, Any] = {}
+        if has_json and path.exists():
+            data = json.loads(path.read_text())
+        try:
+            rows += summarise(data, out)
+        except (KeyError, TypeError, ZeroDivisionError) as exc:
+            rows.append([name, f"summary unavailable ({exc!r})", None, "", "-"])
+        if code != 0:
+            rows.append([name, f"FAILED with exit code {code}", None, "", "FAIL"])
+    total = time.perf_counter() - started
+    print(f"\n{'=' * 100}")
+    print_table(["bench", "figure", "value", "target", "verdict"], rows, title="summary")
+    print_table(["bench", "seconds", "exit code"], timings, title="time per script")
+    print(f"\nall benchmarks took {total / 60:.1f} min; JSON figures in {json_dir}")
+    return 0 if all(t[2] == 0 for t in timings) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
