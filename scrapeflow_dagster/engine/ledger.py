@@ -51,7 +51,10 @@ BAD_SPOOL_SUFFIX = ".bad"
 # Spool files per DuckDB transaction: large enough to amortise the commit, small enough that a
 # sync holding the lock lets a waiting process in within seconds.
 FILES_PER_TRANSACTION = 64
-_WRITER_CONFIG = {"threads": 1, "memory_limit": "256MB"}
+_WRITER_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "threads": 1,
+    "memory_limit": "256MB",
+}
 STEP_STATUSES = frozenset({"SUCCESS", "ERROR", "SKIPPED"})
 STATUS_FILE_SUFFIX = ".status.json"
 
