@@ -98,7 +98,11 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
         subprocess.run(
             [sys.executable, "-m", "scrapeflow_dagster.cli", "db", "summary"], env=env, check=True
         )
-        print(f"\nQuery it yourself: duckdb -readonly {layout.db_path}")
+        query = (
+            f"import duckdb; print(duckdb.connect('{layout.db_path}', read_only=True)"
+            ".sql('FROM current_state LIMIT 5'))"
+        )
+        print(f'\nQuery it yourself (read-only, close it soon): .venv/bin/python -c "{query}"')
         print("Open the UI: DAGSTER_HOME=.dagster_home .venv/bin/dagster dev -h 127.0.0.1")
         return 0
     finally:
