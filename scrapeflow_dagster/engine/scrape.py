@@ -49,11 +49,6 @@ class Fetched:
     proxy: str | None
 
 
-def blob_path(context: Context, key: str) -> Any:
-    """Where the body of `key` is stored (scrapeflow: `<dir>/<key>.scrape`)."""
-    return context.dir / f"{key}.scrape"
-
-
 async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
     declared = response.content_length
     if declared is not None and declared > cap:
