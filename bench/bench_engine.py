@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +47,8 @@ from typing import Any
 
 import aiohttp
 import orjson
+
+from bench.common import Site
 
 REPO = Path(__file__).resolve().parent.parent
 RESULT_PREFIX = "BENCH_RESULT "
@@ -57,19 +58,6 @@ RSS_GROWTH_TARGET = 1.3
 CHILD_TIMEOUT_SECONDS = 900
 USER_AGENT = "scrapeflow-dagster-bench/0.1"
 VARIANT_NAMES = {"A": "engine", "B": "baseline"}
-
-_SERVER_CODE = """
-import sys
-from scrapeflow_dagster.site.server import run_site_forever
-run_site_forever(
-    "127.0.0.1",
-    0,
-    pages=int(sys.argv[1]),
-    page_bytes=int(sys.argv[2]),
-    on_ready=lambda url: print(url, flush=True),
-)
-"""
-
 
 # ----------------------------------------------------------------------------- child side
 
@@ -235,64 +223,6 @@ def _child(args: argparse.Namespace) -> None:
 
 
 # ----------------------------------------------------------------------------- parent side
-
-
-class Site:
-    """The local site in a child process; `with Site(pages, page_bytes) as site: site.url`."""
-
-    def __init__(self, pages: int, page_bytes: int) -> None:
-        self.pages = pages
-        self.page_bytes = page_bytes
-        self.proc: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    def __enter__(self) -> "Site":
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER_CODE, str(self.pages), str(self.page_bytes)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("http://"):
-            self.__exit__(None, None, None)
-            raise RuntimeError(f"the local site did not start (said {line!r})")
-        self.url = line
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.__exit__(None, None, None)
-                raise RuntimeError(f"{self.url}/health did not answer within 30 s")
-            time.sleep(0.1)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is None:
-            return
-        self.proc.terminate()  # run_site_forever stops cleanly on SIGTERM
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU the site's process has used so far (Linux only)."""
-        if self.proc is None:
-            return None
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def measure(
