@@ -6,7 +6,7 @@ the file and line, and every valid line still becomes a task.
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -102,18 +102,16 @@ def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
         return LineError(path, line, str(exc))
 
 
-def _read_txt(stream: BinaryIO, path: Path) -> Iterator[Item]:
-    for item in _lines(stream, path):
-        if isinstance(item, LineError):
-            yield item
-            continue
-        number, text = item
-        text = text.strip()
-        if text and not text.startswith("#"):
-            yield build_task({"url": text}, path, number)
+# A line parser turns one non-blank line into a record, an error message, or None (skip it).
+LineParser = Callable[[str], "dict[str, Any] | str | None"]
 
 
-def _read_jsonl(stream: BinaryIO, path: Path) -> Iterator[Item]:
+class _StopFile(Exception):
+    """Raised by a line parser when the rest of the file cannot be read (a bad CSV header)."""
+
+
+def _read_records(stream: BinaryIO, path: Path, parse: LineParser) -> Iterator[Item]:
+    """The loop every format shares: skip blank lines, pass line errors on, build tasks."""
     for item in _lines(stream, path):
         if isinstance(item, LineError):
             yield item
@@ -122,41 +120,51 @@ def _read_jsonl(stream: BinaryIO, path: Path) -> Iterator[Item]:
         if not text.strip():
             continue
         try:
-            record = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            yield LineError(path, number, f"not valid JSON: {exc}")
-            continue
-        if not isinstance(record, dict):
-            yield LineError(path, number, "a JSON object with a 'url' is expected")
-            continue
-        yield build_task(record, path, number)
+            record = parse(text)
+        except _StopFile as stop:
+            yield LineError(path, number, str(stop))
+            return
+        if isinstance(record, str):
+            yield LineError(path, number, record)
+        elif record is not None:
+            yield build_task(record, path, number)
 
 
-def _read_csv(stream: BinaryIO, path: Path) -> Iterator[Item]:
-    header: list[str] | None = None
-    for item in _lines(stream, path):
-        if isinstance(item, LineError):
-            yield item
-            continue
-        number, text = item
-        if not text.strip():
-            continue
+def _parse_txt(text: str) -> dict[str, Any] | None:
+    text = text.strip()
+    return None if text.startswith("#") else {"url": text}
+
+
+def _parse_jsonl(text: str) -> dict[str, Any] | str:
+    try:
+        record = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return f"not valid JSON: {exc}"
+    if not isinstance(record, dict):
+        return "a JSON object with a 'url' is expected"
+    return record
+
+
+def _csv_parser() -> LineParser:
+    """A parser whose first line is the header, which must name a `url` column."""
+    header: list[str] = []
+
+    def parse(text: str) -> dict[str, Any] | str | None:
         try:
             # strict: a stray or unclosed quote is an error, not a silently mangled field
             row = next(csv.reader(io.StringIO(text), strict=True))
         except (csv.Error, StopIteration) as exc:
-            yield LineError(path, number, f"malformed CSV: {exc}")
-            continue
-        if header is None:
-            header = [h.strip() for h in row]
+            return f"malformed CSV: {exc}"
+        if not header:
+            header.extend(h.strip() for h in row)
             if "url" not in header:
-                yield LineError(path, number, "CSV header needs a 'url' column")
-                return
-            continue
+                raise _StopFile("CSV header needs a 'url' column")
+            return None
         if len(row) != len(header):
-            yield LineError(path, number, f"{len(row)} fields where the header has {len(header)}")
-            continue
-        yield build_task(dict(zip(header, row, strict=True)), path, number)
+            return f"{len(row)} fields where the header has {len(header)}"
+        return dict(zip(header, row, strict=True))
+
+    return parse
 
 
 def read_task_file(path: Path) -> Iterator[Item]:
@@ -167,13 +175,13 @@ def read_task_file(path: Path) -> Iterator[Item]:
     `.jsonl`: one object per line with the same fields.
     """
     path = Path(path)
-    readers = {".txt": _read_txt, ".csv": _read_csv, ".jsonl": _read_jsonl}
-    reader = readers.get(path.suffix.lower())
-    if reader is None:
+    parsers = {".txt": lambda: _parse_txt, ".csv": _csv_parser, ".jsonl": lambda: _parse_jsonl}
+    make_parser = parsers.get(path.suffix.lower())
+    if make_parser is None:
         yield LineError(path, 0, f"unknown task file type {path.suffix!r} (use {SUFFIXES})")
         return
     try:
         with path.open("rb") as stream:
-            yield from reader(stream, path)
+            yield from _read_records(stream, path, make_parser())
     except OSError as exc:
         yield LineError(path, 0, f"cannot read: {exc.strerror or exc}")
