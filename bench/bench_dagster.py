@@ -1,7 +1,7 @@
 """The Dagster path, end to end, against a floor measured in the same run.
 
-    .venv/bin/python -m bench.bench_dagster                       # 10k tasks; backfill at 2k
-    .venv/bin/python -m bench.bench_dagster --tasks 100000 --only materialize   # RSS at scale
+    .venv/bin/python -m bench.bench_dagster                       # 10k tasks, CLI and backfill
+    .venv/bin/python -m bench.bench_dagster --only scale --tmp-dir /dev/shm   # RSS 10k vs 100k
     .venv/bin/python -m bench.bench_dagster --instance-settings   # settings variants at 2k
     .venv/bin/python -m bench.bench_dagster --json bench-dagster.json
 
@@ -20,6 +20,8 @@ Parts (each in fresh temporary Dagster homes, SQLite storage, telemetry off):
   backfill     (c) `python -m dagster dev` (daemon + webserver), tasks added, a partition
                backfill of all keys launched through GraphQL (launchPartitionBackfill), polled
                (partitionBackfillOrError) until it completes; same for the floor asset.
+  scale        (--only scale) ours alone at 10k and at --scale-tasks (100k): peak RSS ratio,
+               target < 2. Not part of the default run (~30 min on tmpfs).
   settings     (--instance-settings) `scrape` materialisations at --settings-tasks under
                instance and run-config variants, as ratios of time against the default.
 
@@ -581,6 +583,51 @@ def _role_peak(result: dict[str, Any], prefixes: tuple[str, ...]) -> float | Non
     return max(peaks) if peaks else None
 
 
+def part_scale(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> None:
+    """Peak RSS of ours at --scale-tasks against ours at 10k, both measured in this run.
+
+    No floor here: at 100k partitions Dagster alone needs ~40 min per run on disk, and this
+    part is about memory. `--tmp-dir /dev/shm` puts the Dagster homes on tmpfs (about half the
+    event-writing time); RSS does not depend on it.
+    """
+    sizes = [10_000, args.scale_tasks]
+    print(f"\n== scale: ours at {sizes[0]:,} and {sizes[1]:,} partitions (peak RSS)")
+    results: dict[int, dict[str, Any]] = {}
+    for n in sizes:
+        sub = root / f"scale-{n}"
+        sub.mkdir()
+        with Site(pages=n, page_bytes=args.page_bytes) as site:
+            tasks_file, _keys_file, keys = write_tasks(sub, site.url, n)
+            ours = measure_ours(sub, site, tasks_file, keys, f"scale-{n}")
+        mat = ours["materialize"]
+        results[n] = {
+            "add_seconds": ours["add"]["seconds"],
+            "add_peak_rss_mib": ours["add"]["tree_peak_rss_mib"],
+            "materialize_seconds": mat["seconds"],
+            "materialized": ours["analysis"].get("materialized"),
+            "worker_peak_rss_mib": _rss(mat, "step worker"),
+            "cli_peak_rss_mib": _rss(mat, "dagster asset materialize"),
+            "tree_peak_rss_mib": mat["tree_peak_rss_mib"],
+        }
+        print(
+            f"{n:>7,} tasks: add {ours['add']['seconds']:.1f} s, materialize {mat['seconds']:.1f} s"
+            f" ({results[n]['materialized']} materialised); peak RSS step worker"
+            f" {results[n]['worker_peak_rss_mib']} MiB, CLI {results[n]['cli_peak_rss_mib']} MiB,"
+            f" largest process {results[n]['tree_peak_rss_mib']:.0f} MiB",
+            flush=True,
+        )
+        _cleanup(sub)
+    small, big = results[sizes[0]], results[sizes[1]]
+    growth = big["tree_peak_rss_mib"] / small["tree_peak_rss_mib"]
+    ok = growth < RSS_GROWTH_TARGET
+    report["scale"] = {"runs": {str(k): v for k, v in results.items()}, "rss_growth": growth}
+    report["scale"]["rss_growth_ok"] = ok
+    print(
+        f"largest process peak RSS {sizes[1]:,} / {sizes[0]:,}: {growth:.2f}"
+        f" (target < {RSS_GROWTH_TARGET:.0f}): {'PASS' if ok else 'FAIL'}"
+    )
+
+
 def part_backfill(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> None:
     n = args.backfill_tasks
     print(f"\n== daemon backfill through GraphQL (dagster dev): {n:,} partitions")
@@ -767,7 +814,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=10_000, help="partitions for (a,b,d)")
     parser.add_argument("--rounds", type=int, default=1, help="rounds of floor then ours (1)")
     parser.add_argument(
-        "--backfill-tasks", type=int, default=2_000, help="partitions for the daemon backfill"
+        "--backfill-tasks",
+        type=int,
+        default=None,
+        help="partitions for the daemon backfill (default: --tasks)",
+    )
+    parser.add_argument(
+        "--scale-tasks", type=int, default=100_000, help="partitions for --only scale (100k)"
     )
     parser.add_argument("--backfill-timeout", type=float, default=1800)
     parser.add_argument(
@@ -776,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings-tasks", type=int, default=2_000)
     parser.add_argument(
         "--only",
-        choices=["materialize", "backfill", "settings"],
+        choices=["materialize", "backfill", "settings", "scale"],
         action="append",
         help="run only these parts (repeatable)",
     )
@@ -785,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as JSON")
     args = parser.parse_args(argv)
+    if args.backfill_tasks is None:
+        args.backfill_tasks = args.tasks
 
     parts = args.only or ["materialize", "backfill"] + (
         ["settings"] if args.instance_settings else []
@@ -809,6 +864,8 @@ def main(argv: list[str] | None = None) -> int:
             part_backfill(args, root, report)
         if "settings" in parts:
             part_settings(args, root, report)
+        if "scale" in parts:
+            part_scale(args, root, report)
     report["total_seconds"] = time.perf_counter() - started
     print(f"\nbench_dagster took {report['total_seconds']:.0f} s")
     write_json(args.json, report)

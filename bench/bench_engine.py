@@ -12,7 +12,7 @@ fresh temporary folder that is deleted afterwards. Variants alternate A B A B ..
 
 Usage (from the repository root):
 
-    .venv/bin/python -m bench.bench_engine                      # 10k tasks, 3 rounds each
+    .venv/bin/python -m bench.bench_engine                      # 10k tasks, 5 rounds each
     .venv/bin/python -m bench.bench_engine --tasks 100000 --rounds 1
     .venv/bin/python -m bench.bench_engine --scale-check        # A at 10k and 100k: RSS ratio
     .venv/bin/python -m bench.bench_engine --profile A --rounds 0   # cProfile of one A run
@@ -401,7 +401,7 @@ def run_profiles(args: argparse.Namespace, site: Site, report: dict[str, Any]) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks per run (10000)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of A then B (3)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of A then B (5)")
     parser.add_argument("--parallelism", type=int, default=100, help="tasks in flight (100)")
     parser.add_argument("--pages", type=int, default=None, help="site pages (default: tasks)")
     parser.add_argument("--page-bytes", type=int, default=20_000, help="page size (20000)")

@@ -23,8 +23,9 @@ def write_bytes_atomic(path: Path | str, data: bytes) -> None:
     # unique among live writers because no two share a pid. O_TRUNC, not O_EXCL: a leftover of
     # a killed process whose pid came back must be overwritten, not fail the run. The leading
     # dot hides temp files from status scans.
-    folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(_counter)}.tmp")
+    target = os.fspath(path)
+    folder, sep, name = target.rpartition(os.sep)  # os.path.split's work, without its checks
+    tmp = f"{folder}{sep}.{name}.{os.getpid()}.{next(_counter)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
@@ -33,7 +34,7 @@ def write_bytes_atomic(path: Path | str, data: bytes) -> None:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         # A failed or cancelled write leaves no temp file behind.
         try:

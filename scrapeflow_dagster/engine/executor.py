@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import aiohttp
 
+from scrapeflow_dagster.engine.deadlines import StepDeadlines
 from scrapeflow_dagster.engine.errors import ErrorKind, InvalidTaskError, StatusFileError
 from scrapeflow_dagster.engine.keys import validate_key
 from scrapeflow_dagster.engine.locks import TaskLocks
@@ -39,7 +40,6 @@ from scrapeflow_dagster.engine.status import (
     StatusData,
     is_success,
     load_status,
-    new_status,
     write_status,
 )
 
@@ -125,6 +125,7 @@ def _iter_tasks(tasks: Tasks) -> Iterator[tuple[str, Params | None]]:
             if key in seen:
                 raise InvalidTaskError(f"task key {key!r} is given twice")
             seen.add(key)
+        return (item if isinstance(item, tuple) else (item, None) for item in tasks)
     return _stream(tasks)
 
 
@@ -168,6 +169,31 @@ def _error_kind(exc: BaseException) -> str:
     return ErrorKind.PERMANENT.value
 
 
+class _Fields:
+    """The status-file field names of one executor, built once per run instead of per step."""
+
+    __slots__ = (
+        "attempts",
+        "error_kind",
+        "failures",
+        "last_run",
+        "name",
+        "proxy",
+        "started",
+        "status",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.status = f"{name}_status"
+        self.started = f"{name}_started"
+        self.last_run = f"{name}_last_run"
+        self.attempts = f"{name}_attempts"
+        self.failures = f"{name}_failures"
+        self.error_kind = f"{name}_error_kind"
+        self.proxy = f"{name}_proxy"
+
+
 class _Runner:
     """Runs one chain of executors over tasks; holds what every task shares."""
 
@@ -178,14 +204,17 @@ class _Runner:
         *,
         on_step: StepCallback | None,
         locks: TaskLocks,
+        deadlines: StepDeadlines,
         requires: Sequence[str] = (),
         max_age_seconds: float | None = None,
     ) -> None:
         self.executors = list(executors)
         self.names = [executor_name(e) for e in executors]
+        self.steps = [(e, _Fields(n)) for e, n in zip(self.executors, self.names, strict=True)]
         self.context = context
         self.on_step = on_step
         self.locks = locks
+        self.deadlines = deadlines
         self.forced = set(context.forced_executors)
         self.requires = list(requires)
         self.max_age_seconds = max_age_seconds
@@ -238,7 +267,8 @@ class _Runner:
         if status is None:
             if params is None:
                 raise InvalidTaskError(f"task {key!r} has no params: pass them or add the task")
-            return new_status(key, params)
+            # The key was validated when it was read from `tasks`.
+            return {"name": key, "params": dict(params)}
         if params is not None and status.get("params") != params:
             status["params"] = dict(params)
         status.setdefault("name", key)
@@ -246,7 +276,12 @@ class _Runner:
 
     async def run_task(self, key: str, params: Params | None) -> bool:
         """Run the chain for one task under its lock; True when every step ended well."""
-        async with self.locks.hold(key):
+        # One coroutine frame for lock and chain: every await below resumes through each frame
+        # of the stack, so a task's stack is kept shallow.
+        locks = self.locks
+        if not locks.try_acquire(key):
+            await locks.acquire(key)
+        try:
             started = _utcnow()
             try:
                 status = self._load(key, params)
@@ -258,51 +293,62 @@ class _Runner:
                 self._fail_task(key, UpstreamMissingError(f"{missing} has not succeeded"), started)
                 return False
             upstream_ran = False
-            for executor, name in zip(self.executors, self.names, strict=True):
+            for executor, fields in self.steps:
+                name = fields.name
                 # A step re-runs when forced, when it has not succeeded, or when a step before
                 # it ran again in this chain (its output would be stale otherwise).
                 if not (upstream_ran or self._is_forced(name)) and self._is_done(status, name):
                     self._emit(_skipped(key, name, status))
                     continue
-                ok = await self._run_step(executor, name, key, status)
+                ok = await self._run_step(executor, fields, key, status, started)
                 upstream_ran = True
+                started = _utcnow()
                 if not ok:
                     return False
             return True
+        finally:
+            locks.release(key)
 
-    async def _run_step(self, executor: Executor, name: str, key: str, status: StatusData) -> bool:
-        started = _utcnow()
-        status[f"{name}_started"] = _stamp(started)
-        timeout = self.context.timeout_seconds
+    async def _run_step(
+        self,
+        executor: Executor,
+        fields: _Fields,
+        key: str,
+        status: StatusData,
+        started: datetime,
+    ) -> bool:
+        name = fields.name
+        status[fields.started] = _stamp(started)
         try:
-            async with asyncio.timeout(timeout):
+            with self.deadlines.bound():
                 response = await executor(self.context, status)
         except RECOGNISED_ERRORS as exc:
-            self._record_error(key, name, status, exc, started)
+            self._record_error(key, fields, status, exc, started)
             return False
         output, ok = response if isinstance(response, tuple) else (response, True)
         if not ok:
             error = RuntimeError(str(output.get("error", "executor reported a failure")))
-            self._record_error(key, name, status, error, started)
+            self._record_error(key, fields, status, error, started)
             return False
         ended = _utcnow()
+        attempts = int(output.get("attempts", 1))
         status[name] = output
-        status[f"{name}_status"] = SUCCESS
-        status[f"{name}_last_run"] = _stamp(ended)
-        status[f"{name}_attempts"] = int(output.get("attempts", 1))
-        status[f"{name}_failures"] = 0
-        status.pop(f"{name}_error_kind", None)
+        status[fields.status] = SUCCESS
+        status[fields.last_run] = _stamp(ended)
+        status[fields.attempts] = attempts
+        status[fields.failures] = 0
+        status.pop(fields.error_kind, None)
         write_status(self.context.dir, key, status)
         if self.on_step is None:
             return True
-        self._emit(
+        self.on_step(
             StepResult(
                 key=key,
                 executor=name,
                 outcome="SUCCESS",
                 started=started,
                 ended=ended,
-                attempts=status[f"{name}_attempts"],
+                attempts=attempts,
                 http_status=output.get("http_status"),
                 size=output.get("size"),
                 md5=output.get("content"),
@@ -313,21 +359,22 @@ class _Runner:
         return True
 
     def _record_error(
-        self, key: str, name: str, status: StatusData, exc: BaseException, started: datetime
+        self, key: str, fields: _Fields, status: StatusData, exc: BaseException, started: datetime
     ) -> None:
+        name = fields.name
         message = _error_text(exc, self.context.timeout_seconds)
         kind = _error_kind(exc)
         attempts = int(getattr(exc, "attempts", 1))
         ended = _utcnow()
         status.pop(name, None)
-        status[f"{name}_status"] = f"ERROR {type(exc).__name__}::{message}"
-        status[f"{name}_last_run"] = _stamp(ended)
-        status[f"{name}_attempts"] = attempts
-        status[f"{name}_error_kind"] = kind
-        status[f"{name}_failures"] = int(status.get(f"{name}_failures", 0)) + 1
+        status[fields.status] = f"ERROR {type(exc).__name__}::{message}"
+        status[fields.last_run] = _stamp(ended)
+        status[fields.attempts] = attempts
+        status[fields.error_kind] = kind
+        status[fields.failures] = int(status.get(fields.failures, 0)) + 1
         proxy = getattr(exc, "proxy_host", None)
         if proxy:
-            status[f"{name}_proxy"] = proxy
+            status[fields.proxy] = proxy
         write_status(self.context.dir, key, status)
         self._emit(
             StepResult(
@@ -444,11 +491,13 @@ async def execute_async(
             settings=settings,
         )
         locks = TaskLocks(directory)
+        deadlines = StepDeadlines(context.timeout_seconds)
         runner = _Runner(
             executors,
             context,
             on_step=on_step,
             locks=locks,
+            deadlines=deadlines,
             requires=requires,
             max_age_seconds=max_age_seconds,
         )
@@ -467,5 +516,6 @@ async def execute_async(
             # The TaskGroup already cancelled and awaited every sibling; surface the cause.
             raise group_error.exceptions[0] from None
         finally:
+            deadlines.close()
             locks.close()
     return succeeded

@@ -2,32 +2,40 @@
 
 Across processes, locks are striped over a fixed number of lock files (flock), not one file per
 task: a million tasks do not make a million lock files. Inside one process, coroutines lock
-per key (asyncio) and share the process's hold on a stripe, so two tasks of the same run never
-wait for each other just because their keys hash to the same stripe.
+per key and share the process's hold on a stripe, so two tasks of the same run never wait for
+each other just because their keys hash to the same stripe.
+
+Taking a free lock never suspends: it is one dict insert and, when the process does not hold
+the stripe yet, one non-blocking flock. This runs once per task, so the uncontended path is
+kept free of coroutines, context-manager generators and per-call allocations.
 """
 
 import asyncio
 import fcntl
 import os
 import zlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections import deque
+from types import TracebackType
 
 STRIPES = 256  # lock files are kept open while a TaskLocks lives: stay far below ulimit -n
 _POLL_SECONDS = 0.02
 
 
 class TaskLocks:
-    """Cross-process, coroutine-friendly locks keyed by task key, under `<directory>/.locks/`."""
+    """Cross-process, coroutine-friendly locks keyed by task key, under `<directory>/.locks/`.
 
-    def __init__(self, directory: Path, *, stripes: int = STRIPES) -> None:
+    Use `async with locks.hold(key):`, or `if not locks.try_acquire(key): await
+    locks.acquire(key)` then `locks.release(key)` where a context manager per task costs too
+    much. Waiters on one key are served first come, first served.
+    """
+
+    def __init__(self, directory: os.PathLike[str] | str, *, stripes: int = STRIPES) -> None:
         self._dir = os.path.join(os.fspath(directory), ".locks")
         os.makedirs(self._dir, exist_ok=True)
         self._stripes = stripes
-        self._key_locks: dict[str, _KeyLock] = {}
-        self._acquiring: dict[int, asyncio.Lock] = {}
-        self._users: dict[int, int] = {}
+        # A key is held while it is in this dict; the deque holds the coroutines waiting for it.
+        self._held: dict[str, deque[asyncio.Future[None]]] = {}
+        self._users: dict[int, int] = {}  # stripe -> keys of this process holding it
         self._fds: dict[int, int] = {}
 
     def _stripe(self, key: str) -> int:
@@ -41,26 +49,81 @@ class TaskLocks:
             fd = self._fds[stripe] = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         return fd
 
-    async def _take_stripe(self, stripe: int) -> None:
-        if self._users.get(stripe):  # this process already holds the stripe: share it
-            self._users[stripe] += 1
-            return
-        async with self._acquiring.setdefault(stripe, asyncio.Lock()):
-            if not self._users.get(stripe):
-                fd = self._fd(stripe)
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        await asyncio.sleep(_POLL_SECONDS)
-            self._users[stripe] = self._users.get(stripe, 0) + 1
+    def _try_stripe(self, stripe: int) -> bool:
+        users = self._users.get(stripe)
+        if users:  # this process already holds the stripe: share it
+            self._users[stripe] = users + 1
+            return True
+        try:
+            fcntl.flock(self._fd(stripe), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process holds it
+            return False
+        self._users[stripe] = 1
+        return True
 
     def _drop_stripe(self, stripe: int) -> None:
-        self._users[stripe] -= 1
-        if not self._users[stripe]:
+        users = self._users[stripe] - 1
+        if users:
+            self._users[stripe] = users
+        else:
             del self._users[stripe]
             fcntl.flock(self._fds[stripe], fcntl.LOCK_UN)
+
+    def try_acquire(self, key: str) -> bool:
+        """Take the lock of `key` if nobody holds it, without waiting; True when taken."""
+        if key in self._held:
+            return False
+        if not self._try_stripe(self._stripe(key)):
+            return False
+        self._held[key] = deque()
+        return True
+
+    async def acquire(self, key: str) -> None:
+        """Take the lock of `key`, waiting for this process's holder and then other processes'."""
+        waiters = self._held.get(key)
+        if waiters is None:
+            self._held[key] = deque()
+        else:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiters.append(future)
+            try:
+                await future  # `release` hands the key over by resolving the future
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled():
+                    self._release_key(key)  # handed over just as we were cancelled: pass it on
+                elif future in waiters:  # not already dropped by `_release_key`
+                    waiters.remove(future)
+                raise
+        stripe = self._stripe(key)
+        try:
+            while not self._try_stripe(stripe):
+                await asyncio.sleep(_POLL_SECONDS)
+        except BaseException:
+            self._release_key(key)
+            raise
+
+    def release(self, key: str) -> None:
+        """Let go of `key`, taken by `try_acquire` or `acquire`."""
+        self._drop_stripe(self._stripe(key))
+        self._release_key(key)
+
+    def _release_key(self, key: str) -> None:
+        waiters = self._held[key]
+        while waiters:
+            future = waiters.popleft()
+            if not future.done():
+                future.set_result(None)  # the key stays held: it now belongs to that waiter
+                return
+        del self._held[key]
+
+    def hold(self, key: str) -> "_Hold":
+        """Hold the lock of `key` for the body of an `async with`."""
+        return _Hold(self, key)
+
+    @property
+    def held_keys(self) -> list[str]:
+        """Keys this process holds or waits for (for tests and debugging)."""
+        return list(self._held)
 
     def close(self) -> None:
         """Close the lock files (releasing any flock still held)."""
@@ -69,30 +132,22 @@ class TaskLocks:
         self._fds.clear()
         self._users.clear()
 
-    @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        """Hold the lock of `key` for the body of the `async with`."""
-        entry = self._key_locks.setdefault(key, _KeyLock())
-        entry.users += 1
-        try:
-            async with entry.lock:
-                stripe = self._stripe(key)
-                await self._take_stripe(stripe)
-                try:
-                    yield
-                finally:
-                    self._drop_stripe(stripe)
-        finally:
-            entry.users -= 1
-            if not entry.users:
-                del self._key_locks[key]
 
+class _Hold:
+    __slots__ = ("_key", "_locks")
 
-class _KeyLock:
-    """An asyncio lock with a count of coroutines using it, so it is dropped when idle."""
+    def __init__(self, locks: TaskLocks, key: str) -> None:
+        self._locks = locks
+        self._key = key
 
-    __slots__ = ("lock", "users")
+    async def __aenter__(self) -> None:
+        if not self._locks.try_acquire(self._key):
+            await self._locks.acquire(self._key)
 
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._locks.release(self._key)

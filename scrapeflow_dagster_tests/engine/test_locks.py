@@ -7,6 +7,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from scrapeflow_dagster.engine.locks import TaskLocks
 
 
@@ -25,7 +27,7 @@ async def test_same_key_is_serialised(tmp_path: Path) -> None:
 
     await asyncio.gather(*(use() for _ in range(5)))
     assert most == 1
-    assert locks._key_locks == {}  # idle locks are dropped
+    assert locks.held_keys == []  # idle locks are dropped
 
 
 async def test_keys_sharing_a_stripe_do_not_wait_for_each_other(tmp_path: Path) -> None:
@@ -67,3 +69,54 @@ async def test_another_process_holding_the_key_blocks_until_it_lets_go(tmp_path:
         assert waited > 0.5
     finally:
         proc.wait(timeout=10)
+
+
+async def test_a_waiter_cancelled_while_waiting_leaves_the_key_usable(tmp_path: Path) -> None:
+    locks = TaskLocks(tmp_path)
+    order: list[str] = []
+
+    async def use(name: str, seconds: float) -> None:
+        async with locks.hold("k"):
+            order.append(name)
+            await asyncio.sleep(seconds)
+
+    first = asyncio.create_task(use("first", 0.1))
+    await asyncio.sleep(0)
+    doomed = asyncio.create_task(use("doomed", 0))
+    last = asyncio.create_task(use("last", 0))
+    await asyncio.sleep(0.01)
+    doomed.cancel()
+    await asyncio.gather(first, last)
+    assert doomed.cancelled()
+    assert order == ["first", "last"]
+    assert locks.held_keys == []
+
+
+async def test_a_waiter_cancelled_just_as_the_key_is_handed_over_passes_it_on(
+    tmp_path: Path,
+) -> None:
+    locks = TaskLocks(tmp_path)
+    assert locks.try_acquire("k")
+    doomed = asyncio.create_task(locks.acquire("k"))
+    after = asyncio.create_task(locks.acquire("k"))
+    await asyncio.sleep(0)  # both now wait, in that order
+    locks.release("k")  # hands the key to `doomed`...
+    doomed.cancel()  # ...which is cancelled before it runs again
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    await asyncio.wait_for(after, 1)  # the key went on to the next waiter
+    locks.release("k")
+    assert locks.held_keys == []
+    locks.close()
+
+
+async def test_try_acquire_refuses_a_held_key(tmp_path: Path) -> None:
+    locks = TaskLocks(tmp_path)
+    assert locks.try_acquire("k")
+    assert not locks.try_acquire("k")
+    assert locks.try_acquire("other")
+    locks.release("k")
+    locks.release("other")
+    assert locks.try_acquire("k")
+    locks.release("k")
+    locks.close()
