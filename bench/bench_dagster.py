@@ -583,6 +583,10 @@ def _role_peak(result: dict[str, Any], prefixes: tuple[str, ...]) -> float | Non
     return max(peaks) if peaks else None
 
 
+def _mib(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f} MiB"
+
+
 def part_scale(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> None:
     """Peak RSS of ours at --scale-tasks against ours at 10k, both measured in this run.
 
@@ -609,11 +613,12 @@ def part_scale(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> 
             "cli_peak_rss_mib": _rss(mat, "dagster asset materialize"),
             "tree_peak_rss_mib": mat["tree_peak_rss_mib"],
         }
+        r = results[n]
         print(
-            f"{n:>7,} tasks: add {ours['add']['seconds']:.1f} s, materialize {mat['seconds']:.1f} s"
-            f" ({results[n]['materialized']} materialised); peak RSS step worker"
-            f" {results[n]['worker_peak_rss_mib']} MiB, CLI {results[n]['cli_peak_rss_mib']} MiB,"
-            f" largest process {results[n]['tree_peak_rss_mib']:.0f} MiB",
+            f"{n:>7,} tasks: add {r['add_seconds']:.1f} s, materialize"
+            f" {r['materialize_seconds']:.1f} s ({r['materialized']} materialised); peak RSS"
+            f" step worker {_mib(r['worker_peak_rss_mib'])}, CLI {_mib(r['cli_peak_rss_mib'])},"
+            f" largest process {_mib(r['tree_peak_rss_mib'])}",
             flush=True,
         )
         _cleanup(sub)

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.run_all                    # engine, ledger, add, graphql, dagster
     .venv/bin/python -m bench.run_all --with-settings    # plus bench_dagster --instance-settings
+    .venv/bin/python -m bench.run_all --with-scale       # plus peak RSS at 100k tasks
     .venv/bin/python -m bench.run_all --quick            # small sizes: checks the scripts run
     .venv/bin/python -m bench.run_all --only engine --only add --json-dir out/
 
@@ -174,6 +175,26 @@ def rows_dagster(data: dict[str, Any], _out: str) -> list[Row]:
     return rows
 
 
+def rows_scale(data: dict[str, Any], _out: str) -> list[Row]:
+    scale = data.get("scale") or {}
+    runs = scale.get("runs") or {}
+    rows: list[Row] = []
+    for n, r in sorted(runs.items(), key=lambda kv: int(kv[0])):
+        label = f"{int(n):,}: ours largest process peak RSS MiB"
+        rows.append(["scale", label, r["tree_peak_rss_mib"], "", "-"])
+    rows.append(
+        [
+            "scale",
+            "peak RSS 100k / 10k",
+            scale.get("rss_growth"),
+            "< 2",
+            _verdict(scale.get("rss_growth_ok")),
+        ]
+    )
+    return rows
+
+
+SHM = "/dev/shm"
 BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]] = [
     # (name, module, summary rows, accepts --json)
     ("engine", "bench.bench_engine", rows_engine, True),
@@ -181,7 +202,13 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("add", "bench.bench_add_tasks", rows_add, True),
     ("graphql", "bench.bench_graphql", rows_graphql, True),
     ("dagster", "bench.bench_dagster", rows_dagster, True),
+    ("scale", "bench.bench_dagster", rows_scale, True),
 ]
+# Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs.
+OPT_IN = {"scale"}
+BASE_ARGS = {
+    "scale": ["--only", "scale"] + (["--tmp-dir", SHM] if Path(SHM).is_dir() else []),
+}
 
 QUICK_ARGS = {
     "engine": ["--tasks", "1000", "--rounds", "1", "--warmup", "200"],
@@ -189,6 +216,7 @@ QUICK_ARGS = {
     "add": ["--sizes", "1000"],
     "graphql": ["--partitions", "5000", "--materialized", "100", "--warm", "2"],
     "dagster": ["--tasks", "200", "--backfill-tasks", "200", "--settings-tasks", "200"],
+    "scale": ["--scale-tasks", "1000"],
 }
 
 
@@ -219,13 +247,20 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", choices=[b[0] for b in BENCHES], help="repeatable"
     )
     parser.add_argument("--with-settings", action="store_true", help="dagster settings variants")
+    parser.add_argument(
+        "--with-scale", action="store_true", help="also peak RSS at 100k tasks (~30 min)"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--json-dir", default=None, help="keep each script's JSON here")
     args = parser.parse_args(argv)
 
     json_dir = Path(args.json_dir or tempfile.mkdtemp(prefix="bench-all-"))
     json_dir.mkdir(parents=True, exist_ok=True)
-    selected = [b for b in BENCHES if not args.only or b[0] in args.only]
+    selected = [
+        b
+        for b in BENCHES
+        if (b[0] in args.only if args.only else b[0] not in OPT_IN or args.with_scale)
+    ]
     info = machine_info()
     print(f"bench.run_all: {', '.join(b[0] for b in selected)} (JSON in {json_dir})")
     print(f"python {info['python']}, {info['cpus']} CPUs, load average {info['loadavg']}")
@@ -233,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     timings: list[Row] = []
     for name, module, summarise, has_json in selected:
-        extra = list(QUICK_ARGS[name]) if args.quick else []
+        extra = BASE_ARGS.get(name, []) + (list(QUICK_ARGS[name]) if args.quick else [])
         if name == "dagster" and args.with_settings:
             extra.append("--instance-settings")
         path = json_dir / f"{name}.json"

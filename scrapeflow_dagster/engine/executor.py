@@ -114,6 +114,12 @@ def _forced_names(force: Iterable[str | Callable[..., Any]] | str | None) -> lis
 
 def _iter_tasks(tasks: Tasks) -> Iterator[tuple[str, Params | None]]:
     """Validate up front what can be (dicts, sequences); stream the rest lazily."""
+    if isinstance(tasks, str | bytes):
+        # Iterating it would run one task per character.
+        raise InvalidTaskError(
+            f"tasks must be a dict, a list of keys or an iterable of (key, params), not the"
+            f" string {tasks[:40]!r}"
+        )
     if isinstance(tasks, Mapping):
         for key in tasks:
             validate_key(key)

@@ -101,6 +101,12 @@ async def test_duplicate_key_in_a_stream_is_refused(tmp_path: Path) -> None:
         await execute_async([scrape], tmp_path, stream())
 
 
+async def test_a_plain_string_of_tasks_is_refused_not_run_per_character(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not the string 'abc'"):
+        await execute_async([scrape], tmp_path, "abc")
+    assert list(tmp_path.glob("*.status.json")) == []
+
+
 # URLs and dedup keys.
 
 
