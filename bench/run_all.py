@@ -185,7 +185,7 @@ def rows_scale(data: dict[str, Any], _out: str) -> list[Row]:
     rows.append(
         [
             "scale",
-            "peak RSS 100k / 10k",
+            f"peak RSS {' / '.join(f'{int(n):,}' for n in sorted(runs, key=int, reverse=True))}",
             scale.get("rss_growth"),
             "< 2",
             _verdict(scale.get("rss_growth_ok")),

@@ -19,8 +19,7 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
 )
 from scrapeflow_dagster.engine.executor import Executor, executor_name
-from scrapeflow_dagster.engine.results import StepResult
-from scrapeflow_dagster.engine.step import StepReport, run_step
+from scrapeflow_dagster.engine.step import StepReport, Succeeded, run_step
 
 CHECK_NAME = "no_failed_tasks"
 GROUP_NAME = "scraping"
@@ -33,16 +32,16 @@ class StepConfig(dg.Config):
     refresh_older_than_seconds: float | None = None  # re-run successes older than this
 
 
-def partition_metadata(result: StepResult) -> dict[str, int | str | bool]:
+def partition_metadata(done: Succeeded) -> dict[str, int | str | bool]:
     """The few values each partition carries (every event costs Dagster time: keep it small)."""
-    meta: dict[str, int | str | bool] = {"attempts": result.attempts}
-    if result.http_status is not None:
-        meta["http_status"] = result.http_status
-    if result.size is not None:
-        meta["size"] = result.size
-    if result.md5:
-        meta["md5"] = result.md5
-    if result.outcome == "SKIPPED":
+    meta: dict[str, int | str | bool] = {"attempts": done.attempts}
+    if done.http_status is not None:
+        meta["http_status"] = done.http_status
+    if done.size is not None:
+        meta["size"] = done.size
+    if done.md5:
+        meta["md5"] = done.md5
+    if done.skipped:
         meta["skipped"] = True
     return meta
 
@@ -67,7 +66,7 @@ def publish(
     context: dg.AssetExecutionContext, report: StepReport
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
     """Turn a step report into Dagster events; raises `dg.Failure` when any task failed."""
-    context.log.info(f"{report.executor}: {len(report.results)} tasks\n{report.markdown()}")
+    context.log.info(f"{report.executor}: {report.tasks} tasks\n{report.markdown()}")
     failed = report.failed
     if not failed and not report.not_ready:
         # Everything succeeded: Dagster materialises every partition of the run itself, and
@@ -76,13 +75,12 @@ def publish(
         # run's partitions on every call (quadratic); the details are in DuckDB and status files.
         yield dg.MaterializeResult(check_results=[_check_result(report)])
         return
-    for key, result in report.results.items():
-        if result.ok:
-            context.log_event(
-                dg.AssetMaterialization(
-                    asset_key=context.asset_key, partition=key, metadata=partition_metadata(result)
-                )
+    for key, done in report.succeeded.items():
+        context.log_event(
+            dg.AssetMaterialization(
+                asset_key=context.asset_key, partition=key, metadata=partition_metadata(done)
             )
+        )
     yield _check_result(report)
     if not failed:
         # Only tasks whose upstream is missing: they stay missing (not failed) and no output
@@ -90,7 +88,7 @@ def publish(
         return
     sample = ", ".join(failed[:5])
     raise dg.Failure(
-        description=f"{len(failed)} of {len(report.results)} tasks failed (e.g. {sample})",
+        description=f"{len(failed)} of {report.tasks} tasks failed (e.g. {sample})",
         metadata={"summary": dg.MetadataValue.md(report.markdown()), "failed": len(failed)},
         allow_retries=False,
     )

@@ -3,6 +3,7 @@
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from yarl import URL
 
@@ -17,39 +18,70 @@ from scrapeflow_dagster.engine.settings import ScrapeSettings
 UPSTREAM = "upstream"
 
 
+class Succeeded(NamedTuple):
+    """What is kept of a succeeded (or skipped) task: its partition's small metadata.
+
+    Far smaller than a `StepResult` (no timestamps, URL or messages), because a run keeps one
+    per task: 100,000 tasks would otherwise hold ~50 MB for the whole run.
+    """
+
+    attempts: int
+    http_status: int | None
+    size: int | None
+    md5: str | None
+    skipped: bool
+
+
 @dataclass
 class StepReport:
     """Per-key outcomes of one executor over a batch, plus counts for metadata."""
 
     executor: str
-    results: dict[str, StepResult] = field(default_factory=dict)
+    succeeded: dict[str, Succeeded] = field(default_factory=dict)
+    errors: dict[str, StepResult] = field(default_factory=dict)
+    not_ready: list[str] = field(default_factory=list)
+
+    def add(self, result: StepResult) -> None:
+        """Keep what the run's events need of one step result."""
+        if result.error_kind == UPSTREAM:
+            self.not_ready.append(result.key)
+        elif not result.ok:
+            self.errors[result.key] = result
+        else:
+            self.succeeded[result.key] = Succeeded(
+                result.attempts,
+                result.http_status,
+                result.size,
+                result.md5,
+                result.outcome == "SKIPPED",
+            )
+
+    @property
+    def tasks(self) -> int:
+        """How many tasks the step reported on."""
+        return len(self.succeeded) + len(self.errors) + len(self.not_ready)
 
     @property
     def failed(self) -> list[str]:
         """Keys whose step ended in an error (not counting tasks whose upstream is missing)."""
-        return [k for k, r in self.results.items() if not r.ok and r.error_kind != UPSTREAM]
-
-    @property
-    def not_ready(self) -> list[str]:
-        """Keys not attempted because a required upstream step has not succeeded for them."""
-        return [k for k, r in self.results.items() if r.error_kind == UPSTREAM]
-
-    @property
-    def succeeded(self) -> list[str]:
-        """Keys whose step succeeded now or was skipped because it had already succeeded."""
-        return [k for k, r in self.results.items() if r.ok]
+        return list(self.errors)
 
     def counts_by_outcome(self) -> Counter[str]:
         """SUCCESS / SKIPPED / ERROR counts (tasks not ready are left out)."""
-        return Counter(r.outcome for r in self.results.values() if r.error_kind != UPSTREAM)
+        skipped = sum(1 for s in self.succeeded.values() if s.skipped)
+        counts: Counter[str] = Counter()
+        for outcome, count in (
+            ("SUCCESS", len(self.succeeded) - skipped),
+            ("SKIPPED", skipped),
+            ("ERROR", len(self.errors)),
+        ):
+            if count:
+                counts[outcome] = count
+        return counts
 
     def counts_by_error(self) -> Counter[tuple[str, str]]:
         """(error kind, error class) counts of the failed keys."""
-        return Counter(
-            (r.error_kind or "", r.error_class or "")
-            for r in self.results.values()
-            if not r.ok and r.error_kind != UPSTREAM
-        )
+        return Counter((r.error_kind or "", r.error_class or "") for r in self.errors.values())
 
     def markdown(self) -> str:
         """A small markdown table: outcomes, then error kinds and classes."""
@@ -114,7 +146,7 @@ async def run_step(
     with ledger:
 
         def on_step(result: StepResult) -> None:
-            report.results[result.key] = result
+            report.add(result)
             if result.outcome != "SKIPPED" and result.error_kind != UPSTREAM:
                 ledger.record_step(to_row(result, run_id))
 
