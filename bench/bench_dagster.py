@@ -587,50 +587,73 @@ def _mib(value: float | None) -> str:
     return "?" if value is None else f"{value:.0f} MiB"
 
 
+def _scale_figures(m: dict[str, Any]) -> dict[str, Any]:
+    mat = m["materialize"]
+    return {
+        "add_seconds": m["add"]["seconds"],
+        "add_peak_rss_mib": m["add"]["tree_peak_rss_mib"],
+        "materialize_seconds": mat["seconds"],
+        "materialized": m["analysis"].get("materialized"),
+        "worker_peak_rss_mib": _rss(mat, "step worker"),
+        "cli_peak_rss_mib": _rss(mat, "dagster asset materialize"),
+        "tree_peak_rss_mib": mat["tree_peak_rss_mib"],
+    }
+
+
 def part_scale(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> None:
     """Peak RSS of ours at --scale-tasks against a tenth of it (at most 10k), in one run.
 
-    No floor here: at 100k partitions Dagster alone needs ~40 min per run on disk, and this
-    part is about memory. `--tmp-dir /dev/shm` puts the Dagster homes on tmpfs (about half the
-    event-writing time); RSS does not depend on it.
+    The floor (`--scale-floor`) is optional: at 100k partitions Dagster alone needs ~40 min per
+    run on disk, and this part is about memory. `--tmp-dir /dev/shm` puts the Dagster homes on
+    tmpfs (about half the event-writing time); RSS does not depend on it.
     """
     sizes = [min(10_000, max(1, args.scale_tasks // 10)), args.scale_tasks]
-    print(f"\n== scale: ours at {sizes[0]:,} and {sizes[1]:,} partitions (peak RSS)")
-    results: dict[int, dict[str, Any]] = {}
+    who = ["ours"] + (["floor"] if args.scale_floor else [])
+    print(f"\n== scale: {' and '.join(who)} at {sizes[0]:,} and {sizes[1]:,} partitions")
+    results: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in who}
     for n in sizes:
         sub = root / f"scale-{n}"
         sub.mkdir()
         with Site(pages=n, page_bytes=args.page_bytes) as site:
-            tasks_file, _keys_file, keys = write_tasks(sub, site.url, n)
-            ours = measure_ours(sub, site, tasks_file, keys, f"scale-{n}")
-        mat = ours["materialize"]
-        results[n] = {
-            "add_seconds": ours["add"]["seconds"],
-            "add_peak_rss_mib": ours["add"]["tree_peak_rss_mib"],
-            "materialize_seconds": mat["seconds"],
-            "materialized": ours["analysis"].get("materialized"),
-            "worker_peak_rss_mib": _rss(mat, "step worker"),
-            "cli_peak_rss_mib": _rss(mat, "dagster asset materialize"),
-            "tree_peak_rss_mib": mat["tree_peak_rss_mib"],
-        }
-        r = results[n]
-        print(
-            f"{n:>7,} tasks: add {r['add_seconds']:.1f} s, materialize"
-            f" {r['materialize_seconds']:.1f} s ({r['materialized']} materialised); peak RSS"
-            f" step worker {_mib(r['worker_peak_rss_mib'])}, CLI {_mib(r['cli_peak_rss_mib'])},"
-            f" largest process {_mib(r['tree_peak_rss_mib'])}",
-            flush=True,
-        )
+            tasks_file, keys_file, keys = write_tasks(sub, site.url, n)
+            for name in who:
+                if name == "ours":
+                    m = measure_ours(sub, site, tasks_file, keys, f"scale-{n}")
+                else:
+                    m = measure_floor(sub, keys_file, keys, f"scale-{n}")
+                r = results[name][n] = _scale_figures(m)
+                print(
+                    f"{name:<5} {n:>7,} tasks: add {r['add_seconds']:.1f} s, materialize"
+                    f" {r['materialize_seconds']:.1f} s ({r['materialized']} materialised);"
+                    f" peak RSS step worker {_mib(r['worker_peak_rss_mib'])}, CLI"
+                    f" {_mib(r['cli_peak_rss_mib'])}, largest process"
+                    f" {_mib(r['tree_peak_rss_mib'])}",
+                    flush=True,
+                )
         _cleanup(sub)
-    small, big = results[sizes[0]], results[sizes[1]]
-    growth = big["tree_peak_rss_mib"] / small["tree_peak_rss_mib"]
-    ok = growth < RSS_GROWTH_TARGET
-    report["scale"] = {"runs": {str(k): v for k, v in results.items()}, "rss_growth": growth}
-    report["scale"]["rss_growth_ok"] = ok
-    print(
-        f"largest process peak RSS {sizes[1]:,} / {sizes[0]:,} tasks: {growth:.2f}"
-        f" (target < {RSS_GROWTH_TARGET:.0f}): {'PASS' if ok else 'FAIL'}"
-    )
+    report["scale"] = {"sizes": sizes}
+    for name in who:
+        small, big = results[name][sizes[0]], results[name][sizes[1]]
+        growth = big["tree_peak_rss_mib"] / small["tree_peak_rss_mib"]
+        report["scale"][name] = {"runs": {str(k): v for k, v in results[name].items()}}
+        report["scale"][name]["rss_growth"] = growth
+        verdict = ""
+        if name == "ours":
+            ok = growth < RSS_GROWTH_TARGET
+            report["scale"]["rss_growth_ok"] = ok
+            verdict = f" (target < {RSS_GROWTH_TARGET:.0f}): {'PASS' if ok else 'FAIL'}"
+        print(
+            f"{name}: largest process peak RSS {sizes[1]:,} / {sizes[0]:,} tasks:"
+            f" {big['tree_peak_rss_mib']:.0f} / {small['tree_peak_rss_mib']:.0f} MiB ="
+            f" {growth:.2f}{verdict}"
+        )
+    if "floor" in results:
+        ours, floor = results["ours"][sizes[1]], results["floor"][sizes[1]]
+        print(
+            f"at {sizes[1]:,} tasks ours / floor: largest process"
+            f" {ours['tree_peak_rss_mib'] / floor['tree_peak_rss_mib']:.2f}, materialize time"
+            f" {ours['materialize_seconds'] / floor['materialize_seconds']:.2f}"
+        )
 
 
 def part_backfill(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> None:
@@ -826,6 +849,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--scale-tasks", type=int, default=100_000, help="partitions for --only scale (100k)"
+    )
+    parser.add_argument(
+        "--scale-floor", action="store_true", help="--only scale: measure the floor too"
     )
     parser.add_argument("--backfill-timeout", type=float, default=1800)
     parser.add_argument(
