@@ -59,6 +59,7 @@ from bench.common import (
     wait_until,
     write_json,
 )
+from scrapeflow_dagster.dagster_cli import materialize_range_command
 
 END_TO_END_TARGET = 1.15
 RSS_TARGET_MIB = 250.0
@@ -122,22 +123,10 @@ def write_tasks(root: Path, site_url: str, n: int) -> tuple[Path, Path, list[str
 
 
 def materialize_cmd(module: str, asset: str, keys: list[str], config: dict[str, Any] | None):
-    cmd = [
-        PYTHON,
-        "-m",
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        module,
-        "--select",
-        asset,
-        "--partition-range",
-        f"{keys[0]}...{keys[-1]}",
-    ]
-    if config:
-        cmd += ["--config-json", json.dumps(config)]
-    return cmd
+    config_json = json.dumps(config) if config else None
+    return materialize_range_command(
+        asset, keys[0], keys[-1], module=module, config_json=config_json
+    )
 
 
 def open_instance(home: Path):  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from scrapeflow_dagster.dagster_cli import materialize_range_command
 from scrapeflow_dagster.engine.layout import DataLayout
 from scrapeflow_dagster.instance import ensure_dagster_home
 
@@ -73,19 +74,7 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
             )
             started = time.monotonic()
             done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "dagster",
-                    "asset",
-                    "materialize",
-                    "-m",
-                    "scrapeflow_dagster.definitions",
-                    "--select",
-                    asset,
-                    "--partition-range",
-                    f"{first}...{last}",
-                ],
+                materialize_range_command(asset, first, last),
                 env=env,
                 capture_output=True,
                 text=True,

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import dagster as dg
 import duckdb
 
+from scrapeflow_dagster.dagster_cli import materialize_range_command
 from scrapeflow_dagster.defs.assets import executor_assets
 from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.defs.resources import (
@@ -128,22 +129,7 @@ def materialize_command(
     asset: str, first: str, last: str, *, config_json: str | None = None
 ) -> list[str]:
     """`python -m dagster asset materialize` of `asset` over partitions `first...last`."""
-    command = [
-        PYTHON,
-        "-m",
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "scrapeflow_dagster.definitions",
-        "--select",
-        asset,
-        "--partition-range",
-        f"{first}...{last}",
-    ]
-    if config_json is not None:
-        command += ["--config-json", config_json]
-    return command
+    return materialize_range_command(asset, first, last, config_json=config_json)
 
 
 def wait_for_text(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: float) -> bool:
