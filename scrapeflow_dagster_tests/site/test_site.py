@@ -9,6 +9,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -134,6 +135,69 @@ async def test_flaky_control_resets_sets_and_persists(
     assert (await get(session, url))[0] == 200
     async with session.post(site.url("/control/flaky/c")) as response:
         assert response.status == 400
+
+
+async def timed_state(session: aiohttp.ClientSession, site: LocalSite, name: str) -> dict[str, Any]:
+    async with session.get(site.url(f"/control/timed/{name}")) as response:
+        state: dict[str, Any] = await response.json()
+        return state
+
+
+def unseen_timed(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "requests": 0,
+        "seconds_since_first": None,
+        "fail_seconds": None,
+        "failing": None,
+    }
+
+
+async def test_timed_fails_for_fail_seconds_after_the_first_request_then_serves(
+    site: LocalSite, session: aiohttp.ClientSession
+) -> None:
+    url = site.url("/timed/t?fail_seconds=0.5&code=500")
+    started = time.monotonic()
+    assert [(await get(session, url))[0] for _ in range(2)] == [500, 500]
+    await asyncio.sleep(0.1)
+    # The first request's window counts: a later, shorter fail_seconds does not end it.
+    assert (await get(session, site.url("/timed/t?fail_seconds=0")))[0] == 503
+    await asyncio.sleep(0.5)
+    assert time.monotonic() - started >= 0.5
+    assert await get(session, url) == (200, await page_text(session, site, 0))
+    # Each name's clock starts at its own first request, not when the site started.
+    assert (await get(session, site.url("/timed/u?fail_seconds=0.5")))[0] == 503
+
+
+async def test_timed_control_counts_requests_and_reset_restarts_the_clock(
+    site: LocalSite, session: aiohttp.ClientSession
+) -> None:
+    assert await timed_state(session, site, "t") == unseen_timed("t")
+    url = site.url("/timed/t?fail_seconds=0.5")
+    assert [(await get(session, url))[0] for _ in range(3)] == [503, 503, 503]
+    state = await timed_state(session, site, "t")
+    assert 0.0 <= state.pop("seconds_since_first") < 0.5
+    assert state == {"name": "t", "requests": 3, "fail_seconds": 0.5, "failing": True}
+    await asyncio.sleep(0.5)
+    state = await timed_state(session, site, "t")
+    assert state.pop("seconds_since_first") >= 0.5
+    assert state == {"name": "t", "requests": 3, "fail_seconds": 0.5, "failing": False}
+    assert (await get(session, url))[0] == 200
+    async with session.post(site.url("/control/reset")):
+        pass
+    assert await timed_state(session, site, "t") == unseen_timed("t")
+    assert (await get(session, url))[0] == 503
+
+
+@pytest.mark.parametrize(
+    "query", ["", "?fail_seconds=-1", "?fail_seconds=soon", "?fail_seconds=inf"]
+)
+async def test_timed_needs_a_number_of_seconds_and_zero_never_fails(
+    site: LocalSite, session: aiohttp.ClientSession, query: str
+) -> None:
+    assert (await get(session, site.url(f"/timed/v{query}")))[0] == 400
+    assert await timed_state(session, site, "v") == unseen_timed("v")
+    assert (await get(session, site.url("/timed/v?fail_seconds=0")))[0] == 200
 
 
 async def test_slow_answers_after_the_delay(

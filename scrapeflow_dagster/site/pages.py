@@ -1,0 +1,87 @@
+"""The site's deterministic pages: their links, their filler text, `/page/{n}` and the sitemap."""
+
+import random
+
+from aiohttp import web
+
+from scrapeflow_dagster.site.seeded import seeded_hash
+
+LINKS_PER_PAGE = 10
+_PAGE_TAIL = b"</p>\n</body></html>\n"
+_WORDS = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor".split()
+
+
+def page_links(n: int, *, pages: int, seed: int) -> list[int]:
+    """The pages `/page/{n}` links to, in order: `n + 1` first, then pseudo-random others.
+
+    Args:
+        n: the page number.
+        pages: how many pages the site has.
+        seed: the site's seed.
+
+    Returns:
+        Up to `LINKS_PER_PAGE` distinct page numbers, none equal to `n`.
+    """
+    links = [(n + 1) % pages] if pages > 1 else []
+    for i in range(4 * LINKS_PER_PAGE):
+        if len(links) >= min(LINKS_PER_PAGE, pages - 1):
+            break
+        m = seeded_hash(2, seed, n, i) % pages
+        if m != n and m not in links:
+            links.append(m)
+    return links
+
+
+def _filler(size: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    words: list[str] = []
+    total = 0
+    while total < size:
+        words.append(rng.choice(_WORDS))
+        total += len(words[-1]) + 1
+    return " ".join(words).encode()[:size]
+
+
+class Pages:
+    """The `count` pages of one site, each `page_bytes` long, linked and filled by `seed`."""
+
+    def __init__(self, *, count: int, page_bytes: int, seed: int) -> None:
+        self.count = count
+        self.page_bytes = page_bytes
+        self.seed = seed
+        self._filler = _filler(page_bytes, seed)
+
+    def body(self, n: int) -> bytes:
+        """The HTML of page `n`: `page_bytes` long unless its head alone is longer."""
+        links = "".join(
+            f'<li><a href="/page/{m}">Page {m}</a></li>'
+            for m in page_links(n, pages=self.count, seed=self.seed)
+        )
+        head = (
+            f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Page {n}</title></head>\n'
+            f"<body><h1>Page {n}</h1>\n<ul>{links}</ul>\n<p>"
+        ).encode()
+        return head + self._filler[: self.page_bytes - len(head) - len(_PAGE_TAIL)] + _PAGE_TAIL
+
+    def response(self, n: int) -> web.Response:
+        """Page `n` as a 200 HTML response."""
+        return web.Response(body=self.body(n), content_type="text/html", charset="utf-8")
+
+    def number(self, request: web.Request) -> int:
+        """The page number `{n}` of the request's path.
+
+        Raises:
+            web.HTTPNotFound: when the site has no such page.
+        """
+        n = int(request.match_info["n"])
+        if n >= self.count:
+            raise web.HTTPNotFound(text=f"no page {n}: the site has {self.count} pages")
+        return n
+
+    async def get_page(self, request: web.Request) -> web.Response:
+        return self.response(self.number(request))
+
+    async def sitemap(self, request: web.Request) -> web.Response:
+        base = f"{request.scheme}://{request.host}"
+        text = "".join(f"{base}/page/{n}\n" for n in range(self.count))
+        return web.Response(text=text, content_type="text/plain")
