@@ -8,10 +8,11 @@ import dagster as dg
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
+RUN_KEY_TAG = "dagster/run_key"
 
 
 def range_run_request(
-    asset_key: dg.AssetKey,
+    asset_key: dg.AssetKey | Sequence[dg.AssetKey],
     first: str,
     last: str,
     *,
@@ -19,20 +20,23 @@ def range_run_request(
     fingerprint: str = "",
     run_config: Mapping[str, Any] | None = None,
 ) -> dg.RunRequest:
-    """A run of one asset over partitions `first...last`, with a run key against duplicates.
+    """A run of one asset (or several, in dependency order) over partitions `first...last`,
+    with a run key against duplicates.
 
     `fingerprint` changes when the same range should run again (e.g. the failure counts of
     its tasks), so an unchanged plan re-evaluated by a sensor never launches twice.
     """
+    keys = [asset_key] if isinstance(asset_key, dg.AssetKey) else list(asset_key)
+    names = "+".join(key.to_user_string() for key in keys)
     digest = hashlib.sha1(f"{first}\0{last}\0{fingerprint}".encode()).hexdigest()[:16]
     return dg.RunRequest(
-        run_key=f"{reason}:{asset_key.to_user_string()}:{digest}",
-        asset_selection=[asset_key],
+        run_key=f"{reason}:{names}:{digest}",
+        asset_selection=keys,
         run_config=dict(run_config or {}),
         tags={RANGE_START_TAG: first, RANGE_END_TAG: last, "scrapeflow/reason": reason},
     )
 
 
-def chunked_ranges(keys: Sequence[str], size: int) -> list[tuple[str, str]]:
-    """Contiguous `(first, last)` chunks of `keys`, which must be in partition order."""
-    return [(keys[i], keys[min(i + size, len(keys)) - 1]) for i in range(0, len(keys), size)]
+def run_exists(instance: dg.DagsterInstance, run_key: str) -> bool:
+    """Whether a run was created for `run_key` (the daemon tags each run with its run key)."""
+    return bool(instance.get_run_ids(filters=dg.RunsFilter(tags={RUN_KEY_TAG: run_key}), limit=1))

@@ -1,7 +1,7 @@
 """Sensors: take in task files from the inbox; re-run failed and pending partitions."""
 
 import os
-import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,81 +9,116 @@ from pathlib import Path
 import dagster as dg
 
 from scrapeflow_dagster.defs.assets import executor_assets
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
+from scrapeflow_dagster.defs.partitions import (
+    TASKS_PARTITIONS_NAME,
+    add_task_partitions,
+    tasks_partitions_def,
+)
 from scrapeflow_dagster.defs.resources import StatusStoreResource
-from scrapeflow_dagster.defs.run_requests import chunked_ranges, range_run_request
+from scrapeflow_dagster.defs.run_requests import range_run_request, run_exists
 from scrapeflow_dagster.engine.errors import StatusFileError
-from scrapeflow_dagster.engine.intake import SUFFIXES, read_task_file
+from scrapeflow_dagster.engine.inbox import (
+    Batch,
+    finish_batch,
+    pending_batches,
+    take_waiting_files,
+)
 from scrapeflow_dagster.engine.ledger import Ledger
 from scrapeflow_dagster.engine.retry_plan import Decision, RetryRules, decide, plan_ranges
 from scrapeflow_dagster.engine.status import load_status
-from scrapeflow_dagster.engine.tasks import add_tasks
 
 MAX_FILES_PER_TICK = 20
-RUN_CHUNK_PARTITIONS = 10_000
+# Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); files are taken
+# whole, so no new file is started after this much of it.
+INBOX_TICK_BUDGET_SECONDS = 20.0
 MAX_RUNS_PER_TICK = 10
+# Deployment setting, read when the definitions load: how often the daemon may tick each
+# sensor (Dagster needs it at definition time, so it cannot be a resource field).
+INTERVAL_ENV = "SCRAPEFLOW_SENSOR_INTERVAL_SECONDS"
 
 
-def _move_aside(path: Path, folder: Path) -> Path:
-    folder.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    target = folder / f"{stamp}-{path.name}"
-    copies = 1
-    while target.exists():  # the same name dropped again within the second: keep both
-        copies += 1
-        target = folder / f"{stamp}-{copies}-{path.name}"
-    shutil.move(path, target)
-    return target
+def _interval(default_seconds: int) -> int:
+    value = os.environ.get(INTERVAL_ENV)
+    return int(value) if value else default_seconds
+
+
+EXECUTOR_KEYS = [asset.key for asset in executor_assets]
+SCRAPE_KEY = executor_assets[0].key
+
+
+def plan_first_runs(instance: dg.DagsterInstance, keys: Sequence[str]) -> list[tuple[str, str]]:
+    """Ranges over those of `keys` whose `scrape` never ran (not materialised, failed or in
+    progress): a file dropped again asks for nothing new, and failures are the retry
+    sensor's."""
+    ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+    found = instance.get_status_by_partition(SCRAPE_KEY, ordered, tasks_partitions_def) or {}
+    never_ran = [key for key in keys if found.get(key) is None]
+    materialized = {k for k, s in found.items() if s == dg.AssetPartitionStatus.MATERIALIZED}
+    return plan_ranges(ordered, never_ran, passable=materialized)
+
+
+def inbox_run_requests(batch: Batch) -> list[dg.RunRequest]:
+    """The runs a batch asks for: every executor asset, in order, over each of its ranges.
+
+    The run keys depend only on the batch, so asking again after a killed tick never
+    launches a run twice (the daemon launches a run key once).
+    """
+    return [
+        range_run_request(
+            EXECUTOR_KEYS,
+            first,
+            last,
+            reason="inbox",
+            fingerprint=f"{batch.digest}:{batch.accepted_at}",
+        )
+        for first, last in batch.ranges
+    ]
 
 
 @dg.sensor(
     name="inbox_sensor",
-    minimum_interval_seconds=30,
-    description="Adds tasks from files dropped in <data>/inbox/ and scrapes the new ones.",
+    minimum_interval_seconds=_interval(30),
+    target=EXECUTOR_KEYS,
+    description="Adds tasks from files dropped in <data>/inbox/ and materialises the new ones.",
 )
 def inbox_sensor(
     context: dg.SensorEvaluationContext, status_store: StatusStoreResource
 ) -> dg.SensorResult | dg.SkipReason:
-    """Read inbox files; store params; add partitions; request `scrape` for the new keys.
+    """Take inbox files: store params, add partitions, then request runs of every executor
+    asset over the new keys.
 
-    Handled files move to `inbox/done/`; bad lines are logged and written next to the moved
-    file as `<file>.errors.txt`, while the file's valid lines are still added.
+    A file leaves the inbox only after its keys are partitions and its runs are written down
+    in `inbox/accepted/`; those runs are requested on every tick until Dagster has created
+    them. Bad lines are logged and written next to the moved file as `<file>.errors.txt`.
     """
     layout = status_store.layout()
-    files = sorted(
-        p for p in layout.inbox_dir.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES
-    )[:MAX_FILES_PER_TICK]
-    if not files:
-        return dg.SkipReason(f"no task files in {layout.inbox_dir}")
-    known = set(context.instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
-    new_keys: list[str] = []
+    instance = context.instance
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        for path in files:
-            report = add_tasks(layout, read_task_file(path), ledger=ledger)
-            moved = _move_aside(path, layout.inbox_dir / "done")
-            for error in report.errors[:20]:
-                context.log.warning(str(error))
-            if report.errors:
-                text = "".join(f"{e}\n" for e in report.errors)
-                moved.with_name(moved.name + ".errors.txt").write_text(text)
-            fresh = [k for k in report.keys if k not in known]
-            known.update(fresh)
-            new_keys.extend(fresh)
+        for taken in take_waiting_files(
+            layout,
+            ledger=ledger,
+            add_partitions=lambda keys: add_task_partitions(instance, keys),
+            plan_first_runs=lambda keys: plan_first_runs(instance, keys),
+            max_files=MAX_FILES_PER_TICK,
+            budget_seconds=INBOX_TICK_BUDGET_SECONDS,
+        ):
+            batch = taken.batch
+            for error in taken.errors[:20]:
+                context.log.warning(error)
             context.log.info(
-                f"{path.name}: {report.new} new, {report.unchanged} known, "
-                f"{len(report.errors)} refused"
+                f"{batch.source}: {batch.tasks} tasks ({batch.new} new), {batch.refused} "
+                f"refused, {len(batch.ranges)} runs; moved to done/{batch.stored_as}"
             )
-    scrape_key = dg.AssetKey("scrape")
-    runs = [
-        range_run_request(scrape_key, first, last, reason="inbox")
-        for first, last in chunked_ranges(new_keys, RUN_CHUNK_PARTITIONS)
-    ]
-    return dg.SensorResult(
-        run_requests=runs,
-        dynamic_partitions_requests=[tasks_partitions_def.build_add_request(new_keys)]
-        if new_keys
-        else [],
-    )
+    runs: list[dg.RunRequest] = []
+    for batch in pending_batches(layout):
+        requests = inbox_run_requests(batch)
+        if all(run_exists(instance, r.run_key or "") for r in requests):
+            finish_batch(layout, batch)
+        else:
+            runs.extend(requests)
+    if not runs:
+        return dg.SkipReason(f"no task files in {layout.inbox_dir}")
+    return dg.SensorResult(run_requests=runs)
 
 
 def _rules_from_env() -> RetryRules:
@@ -164,7 +199,8 @@ class CatchUpPlan:
 
 @dg.sensor(
     name="retry_sensor",
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=_interval(60),
+    target=EXECUTOR_KEYS,
     description="Re-runs failed partitions (attempt cap, backoff) and pending downstream steps.",
 )
 def retry_sensor(
@@ -184,7 +220,7 @@ def retry_sensor(
         )
         runs.extend(
             range_run_request(
-                dg.AssetKey("scrape"),
+                SCRAPE_KEY,
                 first,
                 last,
                 reason=f"refetch-{asset.key.to_user_string()}",

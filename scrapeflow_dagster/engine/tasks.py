@@ -28,6 +28,7 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
     was recorded is lost); the same key with the same params is simply known already.
     """
     layout.ensure()
+    status_dir = layout.status_dir  # a property that builds a Path: once, not per task
     report = AddReport()
     seen: dict[str, TaskSpec] = {}
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -41,7 +42,7 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
                 report.errors.append(_conflict(item, f"{first.path}:{first.line}"))
             continue
         try:
-            stored = load_status(layout.status_dir, item.key)
+            stored = load_status(status_dir, item.key)
         except StatusFileError as exc:
             report.errors.append(LineError(item.path, item.line, str(exc)))
             continue
@@ -53,7 +54,7 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
         if stored is not None:
             report.unchanged += 1
             continue
-        write_status(layout.status_dir, item.key, new_status(item.key, item.params))
+        write_status(status_dir, item.key, new_status(item.key, item.params))
         ledger.record_task(
             TaskRow(
                 key=item.key,

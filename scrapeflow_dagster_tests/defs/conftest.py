@@ -98,7 +98,7 @@ def materialize_range(instance: dg.DagsterInstance, resources: dict[str, Any]) -
     a partition range, as a backfill or sensor launches it; failures do not raise."""
 
     def run(
-        asset: str,
+        asset: str | list[str],
         first: str | None = None,
         last: str | None = None,
         *,
@@ -113,7 +113,7 @@ def materialize_range(instance: dg.DagsterInstance, resources: dict[str, Any]) -
             run_tags.update(range_tags(first, last))
         return dg.materialize(
             executor_assets,
-            selection=[asset],
+            selection=[asset] if isinstance(asset, str) else asset,
             instance=instance,
             tags=run_tags,
             run_config=dict(run_config or {}),

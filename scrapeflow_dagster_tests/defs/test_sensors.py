@@ -1,16 +1,20 @@
-"""The inbox and retry sensors, evaluated with `build_sensor_context` on a real instance; the
-runs they request are executed as the daemon would (same asset, tags and config)."""
+"""The inbox and retry sensors' decisions, evaluated with `build_sensor_context` on a real
+instance, the runs they request executed with the same assets, tags and config. The real
+daemon runs them in `test_daemon.py`."""
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import dagster as dg
+import orjson
 import pytest
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
+from scrapeflow_dagster.engine.inbox import done_dir, pending_batches
 from scrapeflow_dagster.engine.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.site.server import SiteThread
@@ -54,11 +58,9 @@ def covered(instance: dg.DagsterInstance, requests: Sequence[dg.RunRequest]) -> 
 
 
 def execute(materialize_range: Materialize, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
-    """Run what a sensor asked for: its asset, tags (the range) and run config."""
-    (asset_key,) = request.asset_selection or []
-    return materialize_range(
-        asset_key.to_user_string(), tags=request.tags, run_config=request.run_config
-    )
+    """Run what a sensor asked for: its assets, tags (the range) and run config."""
+    selection = [key.to_user_string() for key in request.asset_selection or []]
+    return materialize_range(selection, tags=request.tags, run_config=request.run_config)
 
 
 # Inbox sensor.
@@ -80,7 +82,7 @@ def write_inbox_csv(layout: DataLayout, site: SiteThread) -> Path:
     return path
 
 
-def test_inbox_sensor_adds_valid_tasks_and_requests_their_scrape(
+def test_inbox_sensor_adds_valid_tasks_as_partitions_and_requests_their_runs(
     site_thread: SiteThread,
     layout: DataLayout,
     instance: dg.DagsterInstance,
@@ -92,16 +94,15 @@ def test_inbox_sensor_adds_valid_tasks_and_requests_their_scrape(
 
     assert isinstance(result, dg.SensorResult)
     valid = ["inbox-1", "inbox-2", "inbox-3"]
-    (add_request,) = result.dynamic_partitions_requests or []
-    assert isinstance(add_request, dg.AddDynamicPartitionsRequest)
-    assert add_request.partitions_def_name == TASKS_PARTITIONS_NAME
-    assert list(add_request.partition_keys) == valid
+    # Added through the instance before the file moved, not left to the tick's result.
+    assert not result.dynamic_partitions_requests
+    assert instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME) == valid
     (run,) = result.run_requests or []
-    assert run.asset_selection == [dg.AssetKey("scrape")]
+    assert run.asset_selection == [dg.AssetKey(a) for a in ("scrape", "validation", "pages")]
     assert (run.tags[RANGE_START_TAG], run.tags[RANGE_END_TAG]) == ("inbox-1", "inbox-3")
 
     assert not list(layout.inbox_dir.glob("*.csv"))
-    (moved,) = (layout.inbox_dir / "done").glob("*-batch.csv")
+    (moved,) = done_dir(layout).glob("*-batch.csv")
     errors = moved.with_name(moved.name + ".errors.txt").read_text().splitlines()
     assert [line.split(":")[1] for line in errors] == ["4", "5", "6", "7"]
     assert "file:///etc/passwd" in errors[0]
@@ -112,12 +113,14 @@ def test_inbox_sensor_adds_valid_tasks_and_requests_their_scrape(
     for bad in ("inbox-file", "inbox-cookies"):
         assert load_status(layout.status_dir, bad) is None
 
-    # What the daemon does with the result: add the partitions, launch the run.
-    instance.add_dynamic_partitions(add_request.partitions_def_name, add_request.partition_keys)
-    assert execute(materialize_range, run).success
-    assert statuses(instance, "scrape", valid) == dict.fromkeys(valid, Status.MATERIALIZED)
+    # Until a run exists for it, the batch asks again, under the same run key.
+    again = evaluate(inbox_sensor, instance, layout)
+    assert isinstance(again, dg.SensorResult)
+    assert [r.run_key for r in again.run_requests or []] == [run.run_key]
 
-    assert isinstance(evaluate(inbox_sensor, instance, layout), dg.SkipReason)
+    assert execute(materialize_range, run).success
+    for asset in ("scrape", "validation", "pages"):
+        assert statuses(instance, asset, valid) == dict.fromkeys(valid, Status.MATERIALIZED)
 
 
 def test_inbox_sensor_skips_an_empty_inbox(
@@ -132,25 +135,51 @@ def test_inbox_sensor_skips_an_empty_inbox(
     assert (layout.inbox_dir / "notes.md").exists()
 
 
-def test_inbox_sensor_requests_no_run_for_known_tasks(
+def test_the_same_file_dropped_twice_asks_for_the_same_runs_and_keeps_both_files(
     site_thread: SiteThread, layout: DataLayout, instance: dg.DagsterInstance
 ) -> None:
     write_inbox_csv(layout, site_thread)
     first = evaluate(inbox_sensor, instance, layout)
     assert isinstance(first, dg.SensorResult)
-    for request in first.dynamic_partitions_requests or []:
-        assert isinstance(request, dg.AddDynamicPartitionsRequest)
-        instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
     write_inbox_csv(layout, site_thread)  # the same file dropped again
 
     again = evaluate(inbox_sensor, instance, layout)
 
     assert isinstance(again, dg.SensorResult)
-    assert not again.run_requests and not again.dynamic_partitions_requests
-    done = layout.inbox_dir / "done"
-    moved = sorted(done.glob("*batch.csv"))
+    assert [r.run_key for r in again.run_requests or []] == [
+        r.run_key for r in first.run_requests or []
+    ]
+    assert instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME) == [
+        "inbox-1",
+        "inbox-2",
+        "inbox-3",
+    ]
+    moved = sorted(done_dir(layout).glob("*batch*.csv"))
     assert len(moved) == 2, "the second file must not overwrite the first"
     assert all(m.with_name(m.name + ".errors.txt").exists() for m in moved)
+
+
+def test_a_file_of_tasks_already_materialised_asks_for_no_run(
+    site_thread: SiteThread,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    materialize_range: Materialize,
+) -> None:
+    write_inbox_csv(layout, site_thread)
+    (run,) = cast(dg.SensorResult, evaluate(inbox_sensor, instance, layout)).run_requests or []
+    assert execute(materialize_range, run).success
+    path = layout.inbox_dir / "again.csv"
+    path.write_text(f"key,url\ninbox-1,{site_thread.url('/page/1')}\n")
+
+    result = evaluate(inbox_sensor, instance, layout)
+
+    # The first batch still waits for a run tagged with its run key (the daemon's tag).
+    assert isinstance(result, dg.SensorResult)
+    assert [r.run_key for r in result.run_requests or []] == [run.run_key]
+    assert [b.source for b in pending_batches(layout)] == ["batch.csv"]
+    (finished,) = done_dir(layout).glob("*-again.csv.batch.json")
+    assert orjson.loads(finished.read_bytes())["ranges"] == []
+    assert not path.exists()
 
 
 # Retry sensor.

@@ -1,0 +1,223 @@
+"""The sensors in the real daemon: `dagster sensor start` and `dagster-daemon run -w
+workspace.yaml` on a temp home, task files moved into the inbox, nothing done by hand."""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.engine.inbox import accepted_dir, done_dir
+from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.defs.helpers import (
+    BIN_DIR,
+    REPO_ROOT,
+    Status,
+    process_env,
+    statuses,
+)
+
+ASSETS = ("scrape", "validation", "pages")
+WORKSPACE = str(REPO_ROOT / "workspace.yaml")
+SETTLE_TIMEOUT_SECONDS = 480.0
+# Short ticks and backoff keep the test to a few minutes; the behaviour is the default's.
+DAEMON_SETTINGS = {
+    "SCRAPEFLOW_SENSOR_INTERVAL_SECONDS": "5",
+    "SCRAPEFLOW_RETRY_BACKOFF_SECONDS": "15",
+}
+
+
+class Daemon:
+    """`dagster-daemon run` as users start it, in its own process group (with its code server
+    and run workers), logging to a file."""
+
+    def __init__(self, dagster_home: Path, layout: DataLayout, log_path: Path) -> None:
+        self.env = process_env(dagster_home, layout.root) | DAEMON_SETTINGS
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def cli(self, *args: str) -> str:
+        """Run `dagster ARGS -w workspace.yaml` with the daemon's environment."""
+        done = subprocess.run(
+            [str(BIN_DIR / "dagster"), *args, "-w", WORKSPACE],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, f"dagster {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [str(BIN_DIR / "dagster-daemon"), "run", "-w", WORKSPACE],
+                cwd=REPO_ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def kill(self) -> None:
+        """SIGKILL the daemon and everything it started, at once."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def assert_alive(self) -> None:
+        assert self.process is not None and self.process.poll() is None, (
+            f"dagster-daemon exited:\n{self.log_tail()}"
+        )
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+
+@pytest.fixture
+def daemon(dagster_home: Path, layout: DataLayout, tmp_path: Path) -> Iterator[Daemon]:
+    running = Daemon(dagster_home, layout, tmp_path / "daemon.log")
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def drop_into_inbox(layout: DataLayout, tmp_path: Path, name: str, lines: list[str]) -> Path:
+    """Write a task file elsewhere, then move it into the inbox (as the README says)."""
+    staged = tmp_path / name
+    staged.write_text("\n".join(lines) + "\n")
+    target = layout.inbox_dir / name
+    shutil.move(staged, target)
+    return target
+
+
+def sensor_ticks(instance: dg.DagsterInstance, name: str) -> list[str]:
+    """The statuses of every tick of sensor `name` (newest first)."""
+    states = [s for s in instance.all_instigator_state() if s.name == name]
+    assert states, f"{name} was never started"
+    (state,) = states
+    ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
+    return [f"{t.status.value}: {t.error.message if t.error else ''}" for t in ticks]
+
+
+def wait_until(daemon: Daemon, done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
+    while not done():
+        daemon.assert_alive()
+        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{daemon.log_tail()}"
+        time.sleep(2.0)
+
+
+@pytest.mark.slow  # 2-4 minutes: the fault lasts a minute and the retry backoff doubles
+def test_sensors_in_the_daemon_materialise_every_task_including_retried_failures(
+    site_thread: SiteThread, layout: DataLayout, daemon: Daemon, tmp_path: Path
+) -> None:
+    good = [f"good-{n:02d}" for n in range(12)]
+    timed = [f"timed-{n}" for n in range(3)]  # fail for the first minute, then serve
+    gone = "gone-404"
+    lines = ["key,url"]
+    lines += [f"{key},{site_thread.url(f'/page/{n}')}" for n, key in enumerate(good)]
+    lines += [f"{key},{site_thread.url(f'/timed/{key}?fail_seconds=60')}" for key in timed]
+    lines += [f"{gone},{site_thread.url('/status/404')}"]
+    keys = [*good, *timed, gone]
+    for name in ("inbox_sensor", "retry_sensor"):
+        assert "Started sensor" in daemon.cli("sensor", "start", name)
+    daemon.start()
+    drop_into_inbox(layout, tmp_path, "tasks.csv", lines)
+
+    settled = [*good, *timed]
+    with dg.DagsterInstance.get() as instance:
+
+        def everything_materialised() -> bool:
+            if instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME) != keys:
+                return False
+            return all(
+                statuses(instance, asset, settled) == dict.fromkeys(settled, Status.MATERIALIZED)
+                for asset in ASSETS
+            )
+
+        wait_until(daemon, everything_materialised, "every task to be materialised")
+
+        assert statuses(instance, "scrape", [gone]) == {gone: Status.FAILED}
+        inbox_ticks = sensor_ticks(instance, "inbox_sensor")
+        retry_ticks = sensor_ticks(instance, "retry_sensor")
+        retries = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "retry"}))
+    for tick in inbox_ticks + retry_ticks:
+        assert tick.split(":")[0] in {"SUCCESS", "SKIPPED", "STARTED"}, tick
+    assert any(t.startswith("SUCCESS") for t in inbox_ticks)
+    assert any(t.startswith("SUCCESS") for t in retry_ticks)
+    # The timed tasks failed their first run and were completed by the retry sensor's runs.
+    assert retries
+    for key in timed:
+        status = load_status(layout.status_dir, key)
+        assert status is not None and status["scrape_status"] == "SUCCESS"
+    # A permanent failure is not retried: one failed run, still failed.
+    status = load_status(layout.status_dir, gone)
+    assert status is not None and status["scrape_failures"] == 1
+    assert not list(layout.inbox_dir.glob("*.csv"))
+    assert [p.name.endswith("-tasks.csv") for p in done_dir(layout).glob("*-tasks.csv")] == [True]
+
+
+@pytest.mark.slow  # about 2 minutes
+def test_killing_the_daemon_in_the_middle_of_an_inbox_tick_loses_no_file_and_no_task(
+    site_thread: SiteThread, layout: DataLayout, daemon: Daemon, tmp_path: Path
+) -> None:
+    count = 600
+    urls = {f"kill-{n:04d}": site_thread.url(f"/page/{n % 200}?v={n}") for n in range(count)}
+    keys = list(urls)
+    lines = ["key,url", *(f"{key},{url}" for key, url in urls.items())]
+    assert "Started sensor" in daemon.cli("sensor", "start", "inbox_sensor")
+    daemon.start()
+    inbox_file = drop_into_inbox(layout, tmp_path, "big.csv", lines)
+
+    # Kill the daemon (and its code server, where the tick runs) once the tick has begun to
+    # store tasks, long before it can have finished with the file.
+    deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
+    while not any(layout.status_dir.glob("kill-*.status.json")):
+        daemon.assert_alive()
+        assert time.monotonic() < deadline, daemon.log_tail()
+        time.sleep(0.002)
+    daemon.kill()
+
+    stored = len(list(layout.status_dir.glob("kill-*.status.json")))
+    with dg.DagsterInstance.get() as instance:
+        partitions = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+    print(f"killed with {stored} of {count} tasks stored and {len(partitions)} partitions")
+    assert stored < count and len(partitions) < count, "the kill came after the tick's work"
+    assert inbox_file.exists() or any(accepted_dir(layout).glob("*.json")), "the file was lost"
+
+    daemon.start()
+    with dg.DagsterInstance.get() as instance:
+
+        def scraped() -> bool:
+            found = statuses(instance, "scrape", keys)
+            return found == dict.fromkeys(keys, Status.MATERIALIZED)
+
+        wait_until(daemon, scraped, "every task to be scraped")
+        partitions = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "inbox"}))
+    assert partitions == keys, "a partition is missing, duplicated or out of order"
+    assert len(runs) == 1, [r.tags for r in runs]
+    assert not inbox_file.exists()
+    for key, url in urls.items():
+        status = load_status(layout.status_dir, key)
+        assert status is not None and status["params"] == {"url": url}
