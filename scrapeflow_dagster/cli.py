@@ -69,6 +69,20 @@ def cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_home_init(args: argparse.Namespace) -> int:
+    """Write the Dagster home's dagster.yaml (embedded SQLite) and say how to use it."""
+    from scrapeflow_dagster.instance import HomeConflictError, init_dagster_home
+
+    try:
+        home = init_dagster_home(force=args.force)
+    except HomeConflictError as exc:
+        print(f"scrapeflow: {exc}", file=sys.stderr)
+        return 1
+    print(f"Dagster home ready: {home / 'dagster.yaml'}")
+    print(f"export DAGSTER_HOME={home}")
+    return 0
+
+
 def cmd_site(args: argparse.Namespace) -> int:
     """Serve the bundled local site until interrupted (127.0.0.1 only)."""
     from scrapeflow_dagster.site.server import run_site_forever
@@ -104,6 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="DuckDB: sync | rebuild | summary")
     db.add_argument("action", choices=["sync", "rebuild", "summary"])
     db.set_defaults(func=cmd_db)
+
+    home = sub.add_parser("home", help="the Dagster home").add_subparsers(
+        dest="action", required=True
+    )
+    init = home.add_parser(
+        "init", help="write $DAGSTER_HOME/dagster.yaml (default ./.dagster_home): SQLite storage"
+    )
+    init.add_argument("--force", action="store_true", help="replace a different dagster.yaml")
+    init.set_defaults(func=cmd_home_init)
 
     site = sub.add_parser("site", help="serve the bundled local test site")
     site.add_argument("--port", type=int, default=8765)

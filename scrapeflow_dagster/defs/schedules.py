@@ -12,6 +12,8 @@ from scrapeflow_dagster.engine.retry_plan import plan_ranges
 from scrapeflow_dagster.engine.status import iter_statuses
 
 REFRESH_MAX_AGE_ENV = "SCRAPEFLOW_REFRESH_MAX_AGE_HOURS"
+# Deployment setting, read when the definitions load (Dagster needs the cron then).
+REFRESH_CRON_ENV = "SCRAPEFLOW_REFRESH_CRON"
 
 
 def stale_keys(statuses: dict[str, str], cutoff: datetime) -> set[str]:
@@ -22,9 +24,12 @@ def stale_keys(statuses: dict[str, str], cutoff: datetime) -> set[str]:
 
 @dg.schedule(
     name="refresh_schedule",
-    cron_schedule="0 3 * * *",
+    cron_schedule=os.environ.get(REFRESH_CRON_ENV) or "0 3 * * *",
     target=dg.AssetSelection.assets("scrape"),
-    description="Daily: re-scrape tasks older than $SCRAPEFLOW_REFRESH_MAX_AGE_HOURS (7 days).",
+    description=(
+        "Daily at 03:00 ($SCRAPEFLOW_REFRESH_CRON): re-scrape tasks older than "
+        "$SCRAPEFLOW_REFRESH_MAX_AGE_HOURS (7 days)."
+    ),
 )
 def refresh_schedule(
     context: dg.ScheduleEvaluationContext, status_store: StatusStoreResource

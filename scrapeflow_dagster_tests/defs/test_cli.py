@@ -167,3 +167,25 @@ def test_dagster_materialize_exits_non_zero_when_a_task_fails(
     }
     summary = run_command("scrapeflow", "db", "summary")
     assert "HttpStatusError" in summary.stdout
+
+
+def test_home_init_writes_the_embedded_home_and_never_overwrites_another(
+    run_command: Run, dagster_home: Path, tmp_path: Path
+) -> None:
+    config = dagster_home / "dagster.yaml"
+    config.write_text("telemetry:\n  enabled: true\n")  # a user's own file
+
+    refused = run_command("scrapeflow", "home", "init")
+
+    assert refused.returncode == 1
+    assert str(config) in refused.stderr and "--force" in refused.stderr
+    assert config.read_text() == "telemetry:\n  enabled: true\n"
+
+    forced = run_command("scrapeflow", "home", "init", "--force")
+    again = run_command("scrapeflow", "home", "init")  # the same file: nothing to refuse
+
+    assert (forced.returncode, again.returncode) == (0, 0), forced.stderr + again.stderr
+    assert f"export DAGSTER_HOME={dagster_home}" in again.stdout
+    assert "enabled: false" in config.read_text()
+    listed = run_command("dagster", "sensor", "list", "-m", "scrapeflow_dagster.definitions")
+    assert listed.returncode == 0 and "inbox_sensor" in listed.stdout, listed.stderr

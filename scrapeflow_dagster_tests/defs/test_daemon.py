@@ -12,7 +12,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.dagster_cli import materialize_range_command
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.engine.inbox import accepted_dir, done_dir
 from scrapeflow_dagster.engine.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
@@ -23,6 +24,7 @@ from scrapeflow_dagster_tests.defs.helpers import (
     Status,
     process_env,
     statuses,
+    store_tasks,
 )
 
 ASSETS = ("scrape", "validation", "pages")
@@ -221,3 +223,32 @@ def test_killing_the_daemon_in_the_middle_of_an_inbox_tick_loses_no_file_and_no_
     for key, url in urls.items():
         status = load_status(layout.status_dir, key)
         assert status is not None and status["params"] == {"url": url}
+
+
+@pytest.mark.slow  # up to 2 minutes: the schedule fires on the next minute
+def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
+    site_thread: SiteThread, layout: DataLayout, daemon: Daemon
+) -> None:
+    keys = store_tasks(layout, [(f"fresh-{n}", site_thread.url(f"/page/{n}")) for n in range(5)])
+    with dg.DagsterInstance.get() as instance:
+        add_task_partitions(instance, keys)
+    command = materialize_range_command("scrape", keys[0], keys[-1])
+    done = subprocess.run(command, env=daemon.env, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    before = {k: load_status(layout.status_dir, k)["scrape_last_run"] for k in keys}  # type: ignore[index]
+    # Every minute, and every task counts as stale: the next minute's tick refreshes them all.
+    daemon.env |= {"SCRAPEFLOW_REFRESH_CRON": "* * * * *", "SCRAPEFLOW_REFRESH_MAX_AGE_HOURS": "0"}
+    assert "Started schedule" in daemon.cli("schedule", "start", "refresh_schedule")
+    daemon.start()
+
+    with dg.DagsterInstance.get() as instance:
+
+        def refreshed() -> bool:
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "refresh"}))
+            return any(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+
+        wait_until(daemon, refreshed, "a successful refresh run")
+        assert statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
+    for key in keys:
+        status = load_status(layout.status_dir, key)
+        assert status is not None and status["scrape_last_run"] > before[key]
