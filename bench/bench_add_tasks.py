@@ -21,16 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    PYTHON,
-    bench_env,
-    machine_info,
-    make_home,
-    print_table,
-    run_measured,
-    temp_root,
-    write_json,
-)
+from bench.lib.homes import bench_env, make_home, temp_root
+from bench.lib.measured import run_measured
+from bench.lib.repo import PYTHON
+from bench.lib.report import machine_info, print_table, write_json
 
 TARGET_SECONDS_100K = 30.0
 URL_BASE = "http://127.0.0.1:8765"  # never fetched: adding tasks does not touch the network

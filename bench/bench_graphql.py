@@ -26,21 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    PYTHON,
-    REPO,
-    Service,
-    bench_env,
-    free_port,
-    graphql,
-    http_ok,
-    machine_info,
-    make_home,
-    print_table,
-    temp_root,
-    wait_until,
-    write_json,
-)
+from bench.lib.homes import bench_env, make_home, temp_root
+from bench.lib.local_http import free_port, graphql, http_ok, wait_until
+from bench.lib.repo import PYTHON, REPO
+from bench.lib.report import machine_info, print_table, write_json
+from bench.lib.service import Service
 
 TARGET_SECONDS = 3.0
 CHUNK = 10_000

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import PYTHON, REPO, machine_info, print_table
+from bench.lib.repo import PYTHON, REPO
+from bench.lib.report import machine_info, print_table
 
 Row = list[Any]
 

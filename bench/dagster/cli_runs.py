@@ -1,0 +1,125 @@
+"""One add + `dagster asset materialize` through the CLI, ours or the floor, in a fresh home.
+
+(a) floor: `bench.floor_defs`' trivial asset, partitions added by `python -m bench.floor_defs
+add`; (b) ours: `python -m scrapeflow_dagster.cli tasks add tasks.txt`, then the same CLI on
+`scrape`. Also the task files every part writes, and the cleanup between measurements.
+"""
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.dagster.event_log import run_analysis
+from bench.lib.homes import bench_env, make_home
+from bench.lib.measured import run_measured
+from bench.lib.repo import PYTHON
+from bench.lib.site import Site
+from scrapeflow_dagster.dagster_cli import materialize_range_command
+
+FLOOR_MODULE = "bench.floor_defs"
+OURS_MODULE = "scrapeflow_dagster.definitions"
+
+
+def write_tasks(root: Path, site_url: str, n: int) -> tuple[Path, Path, list[str]]:
+    """The task file (N URLs), the keys file for the floor, and the keys in partition order."""
+    from scrapeflow_dagster.engine.intake import TaskSpec, read_task_file
+
+    tasks_file = root / "tasks.txt"
+    with tasks_file.open("w") as f:
+        for i in range(n):
+            f.write(f"{site_url}/page/{i}\n")
+    keys = [item.key for item in read_task_file(tasks_file) if isinstance(item, TaskSpec)]
+    if len(keys) != n:
+        raise RuntimeError(f"expected {n} valid tasks, got {len(keys)}")
+    keys_file = root / "keys.txt"
+    keys_file.write_text("\n".join(keys) + "\n")
+    return tasks_file, keys_file, keys
+
+
+def materialize_cmd(module: str, asset: str, keys: list[str], config: dict[str, Any] | None):
+    config_json = json.dumps(config) if config else None
+    return materialize_range_command(
+        asset, keys[0], keys[-1], module=module, config_json=config_json
+    )
+
+
+def _timeout(partitions: int) -> float:
+    """Generous: Dagster's SQLite storage takes ~25 ms per partition here, 200 ms allowed."""
+    return max(1800.0, 0.2 * partitions)
+
+
+def _exit_phase(analysis: dict[str, Any], exited_wall: float) -> None:
+    end = analysis.get("run_end_wall")
+    if end is not None and "phases" in analysis:
+        analysis["phases"]["run_end_to_cli_exit"] = exited_wall - end
+
+
+def cleanup(*paths: Path) -> None:
+    """Delete the folders of a finished measurement."""
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+    os.sync()  # the next measurement should not pay for this one's write-back
+
+
+def measure_floor(root: Path, keys_file: Path, keys: list[str], tag: str) -> dict[str, Any]:
+    """The floor's keys added as partitions, then its trivial asset materialised over them."""
+    home = make_home(root, f"floor-{tag}")
+    env = bench_env(home)
+    add = run_measured([PYTHON, "-m", FLOOR_MODULE, "add", str(keys_file)], env=env, label="add")
+    started = time.time()
+    mat = run_measured(
+        materialize_cmd(FLOOR_MODULE, "trivial", keys, None),
+        env=env,
+        label="mat",
+        timeout=_timeout(len(keys)),
+    )
+    analysis = run_analysis(home, "trivial", started)
+    _exit_phase(analysis, started + mat.seconds)
+    mat.stdout_tail = mat.stderr_tail = ""
+    cleanup(home)
+    return {"add": add.to_dict(), "materialize": mat.to_dict(), "analysis": analysis}
+
+
+def measure_ours(
+    root: Path,
+    site: Site,
+    tasks_file: Path,
+    keys: list[str],
+    tag: str,
+    *,
+    config: dict[str, Any] | None = None,
+    extra_env: dict[str, str] | None = None,
+    home_parent: Path | None = None,
+) -> dict[str, Any]:
+    """`scrapeflow tasks add` of the task file, then `scrape` materialised over its keys."""
+    home = make_home(home_parent or root, f"ours-{tag}")
+    data = root / f"data-{tag}"
+    env = bench_env(home, data, extra_env)
+    add = run_measured(
+        [PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)],
+        env=env,
+        label="scrapeflow tasks add",
+        extra_cpu=site.cpu_seconds,
+    )
+    started = time.time()
+    mat = run_measured(
+        materialize_cmd(OURS_MODULE, "scrape", keys, config),
+        env=env,
+        label="materialize scrape",
+        extra_cpu=site.cpu_seconds,
+        timeout=_timeout(len(keys)),
+    )
+    analysis = run_analysis(home, "scrape", started)
+    _exit_phase(analysis, started + mat.seconds)
+    mat.stdout_tail = mat.stderr_tail = ""
+    cleanup(home, data)
+    return {"add": add.to_dict(), "materialize": mat.to_dict(), "analysis": analysis}
+
+
+def role_peak_rss(m: dict[str, Any], prefix: str) -> float | None:
+    """The largest peak RSS (MiB) among the processes of `m` whose role starts with `prefix`."""
+    peaks = [v["peak_rss_mib"] for k, v in m["roles"].items() if k.startswith(prefix)]
+    return max(peaks) if peaks else None

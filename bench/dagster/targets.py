@@ -1,0 +1,5 @@
+"""The figures the Dagster benchmark prints a verdict against (PASS or FAIL, never asserted)."""
+
+END_TO_END_TARGET = 1.15  # ours / floor, add + materialize
+RSS_TARGET_MIB = 250.0  # ours' largest process at 10k partitions
+RSS_GROWTH_TARGET = 2.0  # ours' largest process at 100k / at 10k partitions
