@@ -31,7 +31,7 @@ URL_BASE = "http://127.0.0.1:8765"  # never fetched: adding tasks does not touch
 
 
 def write_files(root: Path, n: int) -> tuple[Path, Path]:
-    from scrapeflow_dagster.engine.intake import TaskSpec, read_task_file
+    from scrapeflow_dagster.engine.tasks.intake import TaskSpec, read_task_file
 
     tasks_file = root / f"tasks-{n}.txt"
     with tasks_file.open("w") as f:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from scrapeflow_dagster.engine.ledger import (
+from scrapeflow_dagster.engine.history import (
     Ledger,
     StepRow,
     connect_readonly,

@@ -5,7 +5,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 
 
 def _layout(args: argparse.Namespace) -> DataLayout:
@@ -15,9 +15,9 @@ def _layout(args: argparse.Namespace) -> DataLayout:
 def cmd_tasks_add(args: argparse.Namespace) -> int:
     """Store the params of every valid line, then add the keys as `tasks` partitions."""
     from scrapeflow_dagster.defs.partitions import add_task_partitions
-    from scrapeflow_dagster.engine.intake import read_task_file
-    from scrapeflow_dagster.engine.ledger import Ledger
-    from scrapeflow_dagster.engine.tasks import add_tasks
+    from scrapeflow_dagster.engine.history import Ledger
+    from scrapeflow_dagster.engine.tasks.adding import add_tasks
+    from scrapeflow_dagster.engine.tasks.intake import read_task_file
     from scrapeflow_dagster.instance import get_instance
 
     layout = _layout(args).ensure()
@@ -52,8 +52,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_db(args: argparse.Namespace) -> int:
     """DuckDB upkeep: sync the spool, rebuild from status files, or print the summary."""
-    from scrapeflow_dagster.engine import ledger as ledger_module
-    from scrapeflow_dagster.engine.report import summary_text
+    from scrapeflow_dagster.engine import history as ledger_module
+    from scrapeflow_dagster.engine.history import summary_text
 
     layout = _layout(args).ensure()
     if args.action == "rebuild":

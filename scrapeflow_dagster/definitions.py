@@ -6,6 +6,7 @@ from scrapeflow_dagster.defs.assets import executor_assets
 from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     StatusStoreResource,
+    automation_settings_from_env,
     proxy_resource_from_env,
 )
 from scrapeflow_dagster.defs.schedules import refresh_schedule
@@ -19,5 +20,6 @@ defs = dg.Definitions(
         "scrape_settings": ScrapeSettingsResource(),
         "status_store": StatusStoreResource(),
         "proxy_provider": proxy_resource_from_env(),
+        "automation_settings": automation_settings_from_env(),
     },
 )

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import ensure_dagster_home
 
 ASSETS = ("scrape", "validation", "pages")
@@ -92,7 +92,11 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
             ".sql('FROM current_state LIMIT 5'))"
         )
         print(f'\nQuery it yourself (read-only, close it soon): .venv/bin/python -c "{query}"')
-        print("Open the UI: DAGSTER_HOME=.dagster_home .venv/bin/dagster dev -h 127.0.0.1")
+        # Dagster wants an absolute DAGSTER_HOME.
+        print(
+            f"Open the UI: DAGSTER_HOME={home} SCRAPEFLOW_DATA_DIR={layout.root} "
+            ".venv/bin/dagster dev -h 127.0.0.1 -w workspace.yaml"
+        )
         return 0
     finally:
         site.terminate()

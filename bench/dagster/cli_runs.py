@@ -25,7 +25,7 @@ OURS_MODULE = "scrapeflow_dagster.definitions"
 
 def write_tasks(root: Path, site_url: str, n: int) -> tuple[Path, Path, list[str]]:
     """The task file (N URLs), the keys file for the floor, and the keys in partition order."""
-    from scrapeflow_dagster.engine.intake import TaskSpec, read_task_file
+    from scrapeflow_dagster.engine.tasks.intake import TaskSpec, read_task_file
 
     tasks_file = root / "tasks.txt"
     with tasks_file.open("w") as f:

@@ -19,7 +19,7 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
 )
 from scrapeflow_dagster.engine.executor import Executor, executor_name
-from scrapeflow_dagster.engine.step import StepReport, Succeeded, run_step
+from scrapeflow_dagster.engine.run.step import StepReport, Succeeded, run_step
 
 CHECK_NAME = "no_failed_tasks"
 GROUP_NAME = "scraping"

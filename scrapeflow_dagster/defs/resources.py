@@ -2,12 +2,11 @@
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import dagster as dg
 from pydantic import Field
 
-from scrapeflow_dagster.engine.layout import DATA_DIR_ENV, DataLayout
 from scrapeflow_dagster.engine.proxies import (
     ProxyProvider,
     ProxyProviderFromDict,
@@ -16,7 +15,9 @@ from scrapeflow_dagster.engine.proxies import (
     ProxyProviderFromProxyscrape,
     ProxyProviderFromWebshare,
 )
+from scrapeflow_dagster.engine.retry.between_runs import RetryRules
 from scrapeflow_dagster.engine.settings import RetryPolicy, ScrapeSettings
+from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
 
 ProxyKind = Literal["none", "list", "dict", "proxyscrape", "webshare", "iproyal"]
 
@@ -65,26 +66,59 @@ class StatusStoreResource(dg.ConfigurableResource):
         return DataLayout.from_env().ensure()
 
 
+_RETRY_DEFAULTS = RetryRules()
+
+
+class AutomationSettingsResource(dg.ConfigurableResource):
+    """How the retry sensor and the refresh schedule decide what to run again.
+
+    Shown in the UI's resource config; each field may come from an environment variable
+    (`SCRAPEFLOW_RETRY_MAX_FAILED_RUNS`, `SCRAPEFLOW_RETRY_BACKOFF_SECONDS`,
+    `SCRAPEFLOW_REFRESH_MAX_AGE_HOURS`) through `dg.EnvVar` in definitions.
+    """
+
+    retry_max_failed_runs: int = _RETRY_DEFAULTS.max_failed_runs  # failed runs in a row, then stop
+    retry_backoff_seconds: int = int(_RETRY_DEFAULTS.backoff_base_seconds)  # doubles per failure
+    retry_backoff_max_seconds: int = int(_RETRY_DEFAULTS.backoff_max_seconds)
+    refresh_max_age_hours: int = 168  # the schedule re-scrapes successes older than this
+
+    def retry_rules(self) -> RetryRules:
+        """The between-runs retry rules these fields describe."""
+        return RetryRules(
+            max_failed_runs=self.retry_max_failed_runs,
+            backoff_base_seconds=float(self.retry_backoff_seconds),
+            backoff_max_seconds=float(self.retry_backoff_max_seconds),
+        )
+
+
 class ProxyProviderResource(dg.ConfigurableResource):
     """Where proxies come from and how bad ones are retired.
 
-    Secrets (`api_key`, proxy URLs with credentials) come from `dg.EnvVar` in definitions and
+    Secrets (API keys, proxy URLs with credentials) come from `dg.EnvVar` in definitions and
     are never logged: a plain value would be stored by Dagster with every run's job snapshot.
     """
 
-    kind: ProxyKind = "none"
+    kind: str = "none"  # one of ProxyKind; a str so that it can come from dg.EnvVar
     proxy_urls: list[str] = Field(default_factory=list)
     # Whitespace-separated proxy URLs, for `dg.EnvVar("SCRAPEFLOW_PROXY_URLS")`.
     proxy_urls_text: str | None = None
     proxies_by_country: dict[str, list[str]] = Field(default_factory=dict)
-    api_key: str | None = None
-    order_id: str | None = None
+    api_key: str | None = None  # for the service named by `kind`
+    webshare_api_key: str | None = None  # dg.EnvVar("WEBSHARE_API_KEY")
+    iproyal_api_key: str | None = None  # dg.EnvVar("IPROYAL_API_KEY")
+    order_id: str | None = None  # IPRoyal's order, dg.EnvVar("IPROYAL_ORDER_ID")
     base_url: str | None = None
     error_threshold: float = 3.0
     cooldown_seconds: float = 300.0
 
     def build(self) -> ProxyProvider | None:
-        """A fresh provider (its health state lives for one run), or None for `kind="none"`."""
+        """A fresh provider (its health state lives for one run), or None for `kind="none"`.
+
+        Raises:
+            ValueError: naming the kind when it is not one of `ProxyKind`.
+        """
+        if self.kind not in get_args(ProxyKind):
+            raise ValueError(f"proxy kind {self.kind!r} is not one of {get_args(ProxyKind)}")
         common = {
             "error_threshold": self.error_threshold,
             "cooldown_seconds": self.cooldown_seconds,
@@ -101,38 +135,54 @@ class ProxyProviderResource(dg.ConfigurableResource):
             case "proxyscrape":
                 return ProxyProviderFromProxyscrape(**service, **common)
             case "webshare":
-                return ProxyProviderFromWebshare(api_key=self.api_key, **service, **common)
+                api_key = self.api_key or self.webshare_api_key
+                return ProxyProviderFromWebshare(api_key=api_key, **service, **common)
             case "iproyal":
+                api_key = self.api_key or self.iproyal_api_key
                 return ProxyProviderFromIPRoyal(
-                    api_key=self.api_key, order_id=self.order_id, **service, **common
+                    api_key=api_key, order_id=self.order_id, **service, **common
                 )
+        return None
+
+
+def _from_env(name: str) -> str | None:
+    """`dg.EnvVar(name)` when the variable is set (resolved at run time, never stored), else
+    None so the field keeps its default."""
+    return dg.EnvVar(name) if os.environ.get(name) else None
 
 
 def proxy_resource_from_env() -> ProxyProviderResource:
-    """The proxy resource chosen by `SCRAPEFLOW_PROXY_KIND`, secrets read through `dg.EnvVar`."""
-    kind = os.environ.get("SCRAPEFLOW_PROXY_KIND", "none")
-    if kind == "webshare":
-        return ProxyProviderResource(kind="webshare", api_key=dg.EnvVar("WEBSHARE_API_KEY"))
-    if kind == "iproyal":
-        return ProxyProviderResource(
-            kind="iproyal",
-            api_key=dg.EnvVar("IPROYAL_API_KEY"),
-            order_id=dg.EnvVar("IPROYAL_ORDER_ID"),
-        )
-    if kind == "list":
+    """The proxy resource with every field that an environment variable sets wired to it
+    through `dg.EnvVar`: `SCRAPEFLOW_PROXY_KIND`, `SCRAPEFLOW_PROXY_URLS`, `WEBSHARE_API_KEY`,
+    `IPROYAL_API_KEY`, `IPROYAL_ORDER_ID`."""
+    fields = {
+        "kind": _from_env("SCRAPEFLOW_PROXY_KIND"),
         # Through EnvVar: the URLs carry passwords, which must not land in the job snapshot.
-        return ProxyProviderResource(
-            kind="list", proxy_urls_text=dg.EnvVar("SCRAPEFLOW_PROXY_URLS")
-        )
-    if kind == "proxyscrape":
-        return ProxyProviderResource(kind="proxyscrape")
-    return ProxyProviderResource()
+        "proxy_urls_text": _from_env("SCRAPEFLOW_PROXY_URLS"),
+        "webshare_api_key": _from_env("WEBSHARE_API_KEY"),
+        "iproyal_api_key": _from_env("IPROYAL_API_KEY"),
+        "order_id": _from_env("IPROYAL_ORDER_ID"),
+    }
+    return ProxyProviderResource(**{k: v for k, v in fields.items() if v is not None})
+
+
+def automation_settings_from_env() -> AutomationSettingsResource:
+    """The automation settings, each field that an environment variable sets wired to it."""
+    names = {
+        "retry_max_failed_runs": "SCRAPEFLOW_RETRY_MAX_FAILED_RUNS",
+        "retry_backoff_seconds": "SCRAPEFLOW_RETRY_BACKOFF_SECONDS",
+        "refresh_max_age_hours": "SCRAPEFLOW_REFRESH_MAX_AGE_HOURS",
+    }
+    fields = {field: dg.EnvVar.int(env) for field, env in names.items() if os.environ.get(env)}
+    return AutomationSettingsResource(**fields)
 
 
 __all__ = [
     "DATA_DIR_ENV",
+    "AutomationSettingsResource",
     "ProxyProviderResource",
     "ScrapeSettingsResource",
     "StatusStoreResource",
+    "automation_settings_from_env",
     "proxy_resource_from_env",
 ]

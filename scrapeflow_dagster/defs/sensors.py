@@ -3,29 +3,30 @@
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.assets import executor_assets
+from scrapeflow_dagster.defs.assets import SCRAPE_KEY, executor_assets
 from scrapeflow_dagster.defs.partitions import (
     TASKS_PARTITIONS_NAME,
     add_task_partitions,
     tasks_partitions_def,
 )
-from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
 from scrapeflow_dagster.defs.run_requests import range_run_request, run_exists
 from scrapeflow_dagster.engine.errors import StatusFileError
-from scrapeflow_dagster.engine.inbox import (
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.retry.between_runs import Decision, RetryRules, decide
+from scrapeflow_dagster.engine.retry.ranges import plan_ranges
+from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.schema import failures, utc_now
+from scrapeflow_dagster.engine.tasks.inbox import (
     Batch,
     finish_batch,
     pending_batches,
     take_waiting_files,
 )
-from scrapeflow_dagster.engine.ledger import Ledger
-from scrapeflow_dagster.engine.retry_plan import Decision, RetryRules, decide, plan_ranges
-from scrapeflow_dagster.engine.status import load_status
 
 MAX_FILES_PER_TICK = 20
 # Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); files are taken
@@ -43,7 +44,6 @@ def _interval(default_seconds: int) -> int:
 
 
 EXECUTOR_KEYS = [asset.key for asset in executor_assets]
-SCRAPE_KEY = executor_assets[0].key
 
 
 def plan_first_runs(instance: dg.DagsterInstance, keys: Sequence[str]) -> list[tuple[str, str]]:
@@ -121,13 +121,6 @@ def inbox_sensor(
     return dg.SensorResult(run_requests=runs)
 
 
-def _rules_from_env() -> RetryRules:
-    return RetryRules(
-        max_failed_runs=int(os.environ.get("SCRAPEFLOW_RETRY_MAX_FAILED_RUNS", "5")),
-        backoff_base_seconds=float(os.environ.get("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "60")),
-    )
-
-
 def plan_catch_up(
     instance: dg.DagsterInstance,
     status_dir: Path,
@@ -145,7 +138,7 @@ def plan_catch_up(
         instance.get_status_by_partition(key, ordered, tasks_partitions_def) or {}
         for key in requires
     ]
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = utc_now()
     name = asset.key.to_user_string()
     upstream_names = [k.to_user_string() for k in requires]
     due: list[str] = []
@@ -169,8 +162,7 @@ def plan_catch_up(
                 due.append(key)
                 # The failure count makes each retry a new run key (the daemon launches a
                 # run key once).
-                failures = (status or {}).get(f"{name}_failures", 0)
-                fingerprint.append(f"{key}:f{failures}")
+                fingerprint.append(f"{key}:f{failures(status or {}, name)}")
             elif decision == Decision.REFETCH:
                 refetch.append(key)
         elif state is None and requires and ready:
@@ -204,12 +196,14 @@ class CatchUpPlan:
     description="Re-runs failed partitions (attempt cap, backoff) and pending downstream steps.",
 )
 def retry_sensor(
-    context: dg.SensorEvaluationContext, status_store: StatusStoreResource
+    context: dg.SensorEvaluationContext,
+    status_store: StatusStoreResource,
+    automation_settings: AutomationSettingsResource,
 ) -> dg.SensorResult | dg.SkipReason:
     """For each executor asset: failed tasks due for a retry plus tasks whose upstream steps
     succeeded, grouped into few range runs; permanent failures and capped tasks are left alone."""
     layout = status_store.layout()
-    rules = _rules_from_env()
+    rules = automation_settings.retry_rules()
     runs: list[dg.RunRequest] = []
     for asset in executor_assets:
         requires = [dep.asset_key for spec in asset.specs for dep in spec.deps]

@@ -14,16 +14,26 @@ class ErrorKind(StrEnum):
     PERMANENT = "permanent"  # other 4xx, body too large, bad URL: do not retry
     BLOCKED = "blocked"  # block codes or a failed validation: retry through another proxy
     PROXY = "proxy"  # the proxy itself failed (connect, auth): retry through another proxy
+    UPSTREAM = "upstream"  # a step it needs has not succeeded: due once that one succeeds
 
 
 class ScrapeError(RuntimeError):
-    """A recorded, per-task failure with the kind that decides whether it is retried."""
+    """A recorded, per-task failure with the kind that decides whether it is retried.
+
+    `attempts` (tries made) and `proxy_host` (host:port of the last proxy, never its
+    credentials) are set by the fetch loop and recorded in the task's status.
+    """
 
     kind: ErrorKind = ErrorKind.PERMANENT
+    attempts: int = 1
+    proxy_host: str | None = None
+    status: int | None = None  # the HTTP status, when the failure is an answer
 
 
 class HttpStatusError(ScrapeError):
     """A final HTTP status other than the accepted ones (scrapeflow: `HTTP response N`)."""
+
+    status: int
 
     def __init__(self, status: int, *, kind: ErrorKind, retry_after_seconds: float | None = None):
         super().__init__(f"HTTP response {status}")
@@ -58,6 +68,12 @@ class TransientError(ScrapeError):
 
 class InvalidTaskError(ValueError):
     """A task key, URL or params that cannot be used; the message names the input."""
+
+
+class UpstreamMissingError(InvalidTaskError):
+    """A step was asked for before the step it needs succeeded for that task."""
+
+    kind = ErrorKind.UPSTREAM
 
 
 class StatusFileError(ValueError):

@@ -15,7 +15,7 @@ from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     StatusStoreResource,
 )
-from scrapeflow_dagster.engine.layout import DATA_DIR_ENV, DataLayout
+from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.helpers import (
     SITE_PAGE_BYTES,

@@ -11,10 +11,10 @@ import dagster as dg
 
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
-from scrapeflow_dagster.engine.intake import TaskSpec, build_task
-from scrapeflow_dagster.engine.layout import DATA_DIR_ENV, DataLayout
-from scrapeflow_dagster.engine.ledger import Ledger
-from scrapeflow_dagster.engine.tasks import add_tasks
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
+from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.intake import TaskSpec, build_task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(sys.executable).parent

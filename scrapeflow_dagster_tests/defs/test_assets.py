@@ -7,7 +7,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize

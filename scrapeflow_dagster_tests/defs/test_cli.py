@@ -10,9 +10,9 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.engine.keys import request_key
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.helpers import BIN_DIR, Status, process_env, statuses
 

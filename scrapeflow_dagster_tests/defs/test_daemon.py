@@ -14,9 +14,9 @@ import pytest
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
-from scrapeflow_dagster.engine.inbox import accepted_dir, done_dir
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.engine.tasks.inbox import accepted_dir, done_dir
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.helpers import (
     BIN_DIR,

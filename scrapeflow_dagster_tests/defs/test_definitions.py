@@ -77,12 +77,14 @@ def test_engine_never_imports_dagster() -> None:
 
 
 def test_engine_imports_without_dagster_loaded() -> None:
-    # The same rule at run time: importing every engine module never pulls Dagster in.
+    # The same rule at run time: importing every engine module (every stage's too) never
+    # pulls Dagster in.
     modules = sorted(
-        "scrapeflow_dagster.engine." + path.stem
-        for path in ENGINE_DIR.glob("*.py")
+        "scrapeflow_dagster.engine." + ".".join(path.relative_to(ENGINE_DIR).with_suffix("").parts)
+        for path in ENGINE_DIR.rglob("*.py")
         if path.stem != "__init__"
     )
+    assert len(modules) > 20, modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"
@@ -94,3 +96,32 @@ def test_engine_imports_without_dagster_loaded() -> None:
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+# What each stage of the engine may import, as its folder's `__init__` docstring says.
+STAGE_IMPORTS = {
+    "state": {"errors", "redact", "state"},
+    "tasks": {"errors", "state", "history", "tasks"},
+    "retry": {"errors", "redact", "settings", "state", "retry"},
+    "proxies": {"errors", "redact", "settings", "proxies"},
+    "history": {"errors", "redact", "state", "history"},
+    "run": {"errors", "redact", "settings", "state", "tasks", "proxies", "history", "run"},
+    "executors": {"errors", "redact", "settings", "state", "tasks", "retry", "run", "executors"},
+}
+
+
+def test_each_engine_stage_imports_only_what_its_docstring_allows() -> None:
+    stages = {p.name for p in ENGINE_DIR.iterdir() if (p / "__init__.py").exists()}
+    assert stages == set(STAGE_IMPORTS), "a stage was added or removed: update STAGE_IMPORTS"
+    found = {}
+    for stage in sorted(stages):
+        for path in sorted((ENGINE_DIR / stage).rglob("*.py")):
+            used = {
+                name.split(".")[2]
+                for name in _imported_modules(path)
+                if name.startswith("scrapeflow_dagster.engine.")
+            }
+            extra = used - STAGE_IMPORTS[stage]
+            if extra:
+                found[str(path.relative_to(REPO_ROOT))] = sorted(extra)
+    assert found == {}

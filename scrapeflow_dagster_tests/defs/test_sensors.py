@@ -11,12 +11,12 @@ import orjson
 import pytest
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.defs.resources import StatusStoreResource, automation_settings_from_env
 from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
-from scrapeflow_dagster.engine.inbox import done_dir, pending_batches
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.engine.tasks.inbox import done_dir, pending_batches
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
 from scrapeflow_dagster_tests.defs.helpers import Status, TaskRows, post, statuses
@@ -32,7 +32,11 @@ def evaluate(
 ) -> dg.SensorResult | dg.SkipReason:
     context = dg.build_sensor_context(
         instance=instance,
-        resources={"status_store": StatusStoreResource(data_dir=str(layout.root))},
+        resources={
+            "status_store": StatusStoreResource(data_dir=str(layout.root)),
+            # Wired as definitions wire it: fields set by SCRAPEFLOW_* variables via dg.EnvVar.
+            "automation_settings": automation_settings_from_env(),
+        },
     )
     result = sensor(context)
     assert isinstance(result, dg.SensorResult | dg.SkipReason), result

@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
-from scrapeflow_dagster.engine.layout import DataLayout
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.helpers import (
     BIN_DIR,

@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.engine.layout import DATA_DIR_ENV, DataLayout
+from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
 
 _HERE = Path(__file__).parent
 # Dagster's SQLite event log syncs every event to disk; on tmpfs a 2,000-partition CLI run takes

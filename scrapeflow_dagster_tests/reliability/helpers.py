@@ -26,13 +26,14 @@ from scrapeflow_dagster.defs.resources import (
     ProxyProviderResource,
     ScrapeSettingsResource,
     StatusStoreResource,
+    automation_settings_from_env,
 )
 from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
-from scrapeflow_dagster.engine.intake import build_task
-from scrapeflow_dagster.engine.layout import DataLayout
-from scrapeflow_dagster.engine.ledger import Ledger
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import STATUS_SUFFIX, StatusData, parse_status_bytes
-from scrapeflow_dagster.engine.tasks import add_tasks
+from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.intake import build_task
 from scrapeflow_dagster.site.app import FaultRates
 
 PYTHON = sys.executable
@@ -305,9 +306,11 @@ def snapshot_files(folder: Path) -> dict[str, bytes]:
 
 
 def sensor_context(instance: dg.DagsterInstance, data_dir: Path) -> dg.SensorEvaluationContext:
-    """A sensor evaluation context with the status store of `data_dir`."""
+    """A sensor evaluation context with the status store of `data_dir` and the automation
+    settings wired from the environment, as the definitions wire them."""
     store = StatusStoreResource(data_dir=str(data_dir))
-    return dg.build_sensor_context(instance=instance, resources={"status_store": store})
+    resources = {"status_store": store, "automation_settings": automation_settings_from_env()}
+    return dg.build_sensor_context(instance=instance, resources=resources)
 
 
 def scrape_range(

@@ -26,9 +26,9 @@ from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     proxy_resource_from_env,
 )
-from scrapeflow_dagster.engine.intake import LineError, build_task
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.status import write_status
+from scrapeflow_dagster.engine.tasks.intake import LineError, build_task
 from scrapeflow_dagster.site.app import build_site
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.fakes import proxy_services as fake_services

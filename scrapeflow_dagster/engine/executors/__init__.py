@@ -1,0 +1,7 @@
+"""Executors: the steps shipped with the engine, one module each. `scrape` fetches a task's
+URL with retries and stores the body; `validation` rejects block pages that answered 200;
+`pages` parses the stored HTML.
+
+May import: `engine.run.context` (what an executor gets), `engine.state`, `engine.retry`,
+`engine.errors`, `engine.redact`, `engine.tasks.keys`. Never Dagster.
+"""

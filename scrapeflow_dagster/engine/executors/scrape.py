@@ -1,0 +1,217 @@
+"""The `scrape` executors: fetch a task's URL with retries and store the body as `<key>.scrape`."""
+
+import asyncio
+import functools
+import hashlib
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import aiohttp
+from yarl import URL
+
+from scrapeflow_dagster.engine.errors import (
+    BlockedError,
+    BodyTooLargeError,
+    ErrorKind,
+    HttpStatusError,
+    InvalidTaskError,
+    ProxyError,
+    ScrapeError,
+)
+from scrapeflow_dagster.engine.redact import proxy_host, redact
+from scrapeflow_dagster.engine.retry.requests import (
+    as_scrape_error,
+    backoff_seconds,
+    parse_retry_after,
+    retry_after_of,
+    status_kind,
+)
+from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
+from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
+from scrapeflow_dagster.engine.state.schema import StatusData
+from scrapeflow_dagster.engine.tasks.keys import validate_url
+
+ResponseCallback = Callable[[bytes], None]
+_CHUNK_BYTES = 64 * 1024
+
+
+class Fetched(NamedTuple):
+    """A successful answer (a NamedTuple: built once per page, cheaper than a dataclass)."""
+
+    body: bytes
+    status: int
+    headers: dict[str, str]
+    final_url: str
+    attempts: int
+    proxy: str | None
+
+
+async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
+    declared = response.content_length
+    if declared is not None and declared > cap:
+        raise BodyTooLargeError(f"body of {declared} bytes is over the cap of {cap} bytes")
+    if declared is not None and "Content-Encoding" not in response.headers:
+        return await response.read()  # no encoding: Content-Length is the decoded size
+    # Counted as read even when declared: Content-Length is the compressed size, and a small
+    # gzip body can inflate far past the cap.
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
+        body += chunk
+        if len(body) > cap:
+            raise BodyTooLargeError(f"body is over the cap of {cap} bytes (as decoded)")
+    return bytes(body)
+
+
+@functools.lru_cache(maxsize=16)
+def _timeout(total_seconds: float) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=total_seconds)
+
+
+async def _request_once(
+    context: Context, url: URL, params: dict[str, Any], proxy: str | None
+) -> tuple[bytes, aiohttp.ClientResponse]:
+    session = context.session
+    if session is None:
+        raise RuntimeError("scrape needs an aiohttp session in its context")
+    settings = context.settings
+    payload = params.get("post_payload")
+    # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
+    verify = bool(params.get("verify_tls", settings.verify_tls))
+    async with session.request(
+        "POST" if payload is not None else "GET",
+        url,
+        json=payload,
+        cookies=params.get("cookies"),
+        headers=params.get("headers"),
+        proxy=proxy,
+        ssl=verify,
+        timeout=_timeout(settings.request_timeout_seconds),
+    ) as response:
+        kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
+        if kind is not None:
+            raise HttpStatusError(
+                response.status,
+                kind=kind,
+                retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
+            )
+        cap = settings.max_body_bytes
+        declared = response.content_length
+        if declared is not None and declared <= cap and "Content-Encoding" not in response.headers:
+            # The common case, read without another coroutine frame: no encoding, so
+            # Content-Length is the decoded size.
+            return await response.read(), response
+        return await _read_capped(response, cap), response
+
+
+def _check_params(params: dict[str, Any]) -> URL:
+    """Refuse params aiohttp would crash on, so they fail their task and not the whole run."""
+    url = validate_url(params.get("url"))
+    headers = params.get("headers")
+    if headers is not None and not (
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values())
+    ):
+        # The values are not echoed: headers may carry credentials.
+        raise InvalidTaskError("params['headers'] must be an object mapping names to strings")
+    cookies = params.get("cookies")
+    if cookies is not None and not isinstance(cookies, dict):
+        raise InvalidTaskError("params['cookies'] must be an object")
+    return url
+
+
+async def fetch(
+    context: Context, params: dict[str, Any], *, validate: ResponseCallback | None = None
+) -> Fetched:
+    """Fetch `params["url"]` (a JSON POST when `params["post_payload"]` is set) with retries.
+
+    Transient target errors are retried with exponential backoff and jitter (`Retry-After`
+    honoured up to a cap); proxy errors and blocks are charged to the proxy and retried through
+    another one, on a separate budget. `validate` may raise `RuntimeError` for a block page.
+
+    Raises:
+        ScrapeError: the last failure, with `attempts` and `proxy_host` attributes set.
+    """
+    try:
+        url = _check_params(params)
+    except InvalidTaskError as exc:
+        raise ScrapeError(str(exc)) from None
+    provider = context.proxy_provider
+    policy = context.settings.retry
+    attempts = target_failures = proxy_failures = 0
+    while True:
+        proxy = provider.get_one_proxy(params.get("country")) if provider else None
+        attempts += 1
+        try:
+            if provider is not None and proxy is None:
+                # Going direct would expose our address to a site we chose to reach via proxies.
+                raise ProxyError("no healthy proxy left in the pool (not going direct)")
+            body, response = await _request_once(context, url, params, proxy)
+            if validate is not None:
+                try:
+                    validate(body)
+                except RuntimeError as exc:
+                    raise BlockedError(redact(str(exc)) or "validation failed") from None
+        except (ScrapeError, aiohttp.ClientError, TimeoutError) as raw:
+            error = as_scrape_error(raw, via_proxy=proxy is not None)
+            error.attempts = attempts
+            error.proxy_host = proxy_host(proxy)
+            if provider is not None and proxy is not None:
+                provider.report_failure(proxy, error.kind)
+            if error.kind in (ErrorKind.PROXY, ErrorKind.BLOCKED) and proxy is not None:
+                proxy_failures += 1
+                if proxy_failures <= policy.max_proxy_attempts:
+                    continue
+            elif error.kind == ErrorKind.TRANSIENT:
+                target_failures += 1
+                if target_failures < policy.max_attempts:
+                    delay = backoff_seconds(
+                        target_failures, policy, retry_after_seconds=retry_after_of(error)
+                    )
+                    await asyncio.sleep(delay)
+                    continue
+            raise error from None
+        if provider is not None and proxy is not None:
+            provider.report_success(proxy)
+        headers = {k: response.headers.getone(k) for k in response.headers.keys()}
+        return Fetched(body, response.status, headers, str(response.url), attempts, proxy)
+
+
+def _store(context: Context, key: str, fetched: Fetched) -> ExecutorOutput:
+    write_bytes_atomic(os.path.join(context.dir, f"{key}.scrape"), fetched.body)
+    output: ExecutorOutput = {
+        "size": len(fetched.body),
+        "content": hashlib.md5(fetched.body).hexdigest(),
+        "response_headers": fetched.headers,
+        "http_status": fetched.status,
+        "final_url": redact(fetched.final_url),
+        "attempts": fetched.attempts,
+    }
+    if fetched.proxy:
+        output["proxy"] = proxy_host(fetched.proxy)
+    return output
+
+
+@taskify
+async def scrape(context: Context, key: str, status: StatusData) -> ExecutorOutput:
+    """Fetch the task's URL and store the body as `<key>.scrape` (atomically)."""
+    return _store(context, key, await fetch(context, status["params"]))
+
+
+async def scrape_with_validation(
+    context: Context,
+    key: str | StatusData,
+    status: StatusData | ResponseCallback | None = None,
+    response_callback: ResponseCallback | None = None,
+) -> ExecutorOutput:
+    """Fetch like `scrape`, then let `response_callback` reject the body with `RuntimeError`.
+
+    A rejected body (captcha, block page) is not stored; it counts as a block, so with a proxy
+    provider the request is retried through another proxy. Call it as
+    `(context, key, status, callback)` or, as scrapeflow's README does, `(context, status,
+    callback)` from inside your own executor.
+    """
+    if not isinstance(key, str):  # the README's (context, status, callback) form
+        status, response_callback, key = key, status, key["name"]  # type: ignore[assignment]
+    assert isinstance(status, dict) and isinstance(key, str)
+    callback = response_callback if callable(response_callback) else None
+    return _store(context, key, await fetch(context, status["params"], validate=callback))

@@ -1,0 +1,56 @@
+"""History: every task and step run recorded in DuckDB, queryable while runs go on.
+
+DuckDB lets one process open a database file read-write, and none while another process holds
+it (even read-only). So writers never open DuckDB on the hot path: a `Ledger` buffers rows and
+spools them to JSONL files, and `sync_spool` moves the spool into DuckDB whenever it gets the
+lock (idempotently per file, so a crash loses or doubles no row). The status files stay the
+truth: `rebuild_from_status_dir` makes DuckDB agree with them.
+
+Modules:
+    rows: `TaskRow`, `StepRow` and their spool lines (where secrets are redacted).
+    spool: spool file location, names, listing, and setting aside unusable files.
+    ledger: `Ledger`, the buffered writer runs use.
+    connection: opening DuckDB under its one-writer rule, with lock backoff.
+    sync: ingest of spool files into DuckDB, one transaction per batch.
+    rebuild: DuckDB made to agree with the status files, read through `engine.state`.
+    schema: the SQL (tables, the `current_state` view, ingest statements).
+    queries: the queries users run, and `summary_text`.
+
+Imports allowed: `scrapeflow_dagster.engine.errors`, `scrapeflow_dagster.engine.redact`,
+`scrapeflow_dagster.engine.state.*` (the status format has its one owner there), duckdb,
+orjson. Never Dagster, never `run`, `executors` or `proxies`: the run records through a Ledger.
+"""
+
+from scrapeflow_dagster.engine.history.connection import LedgerLockedError, connect_readonly
+from scrapeflow_dagster.engine.history.ledger import Ledger
+from scrapeflow_dagster.engine.history.queries import QUERIES, summary_text
+from scrapeflow_dagster.engine.history.rebuild import (
+    RebuildResult,
+    StatusFileProblem,
+    parse_status_file,
+    rebuild_from_status_dir,
+)
+from scrapeflow_dagster.engine.history.rows import STEP_STATUSES, StepRow, TaskRow
+from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
+from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
+from scrapeflow_dagster.engine.state.schema import utc_now
+
+__all__ = [
+    "QUERIES",
+    "STEP_STATUSES",
+    "Ledger",
+    "LedgerLockedError",
+    "RebuildResult",
+    "StatusFileProblem",
+    "StepRow",
+    "SyncResult",
+    "TaskRow",
+    "connect_readonly",
+    "default_spool_dir",
+    "new_spool_name",
+    "parse_status_file",
+    "rebuild_from_status_dir",
+    "summary_text",
+    "sync_spool",
+    "utc_now",
+]

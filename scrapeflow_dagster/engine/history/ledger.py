@@ -1,0 +1,154 @@
+"""The `Ledger`: the writer runs use, which never opens DuckDB on the hot path.
+
+A Ledger buffers rows in memory and writes them, every `batch_rows` rows and on `flush()`, to a
+spool file (JSONL, written atomically); `sync()` hands the spool to `sync_spool`.
+
+    with Ledger(db_path, run_id=run_id) as ledger:
+        ledger.record_task(TaskRow.from_params(key, params))
+        ledger.record_step(StepRow(key, "scrape", "SUCCESS", ended_at=...))
+    # leaving the block flushes and syncs (best effort); the spool keeps what could not be synced
+"""
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import duckdb
+
+from scrapeflow_dagster.engine.history.rows import StepRow, TaskRow, step_line, task_line
+from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
+from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
+from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
+
+logger = logging.getLogger(__name__)
+
+
+class Ledger:
+    """Buffers task and step rows and spools them to disk; `sync` moves the spool into DuckDB.
+
+    Safe to share between threads. Several processes may each have a Ledger on the same
+    database and the same spool folder: spool names are unique and ingest is idempotent.
+    """
+
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        spool_dir: Path | None = None,
+        run_id: str | None = None,
+        batch_rows: int = 5000,
+    ) -> None:
+        """Create a ledger; nothing touches DuckDB until `sync`.
+
+        Args:
+            db_path: The DuckDB file (created by the first sync).
+            spool_dir: Where spool files go; default `<db_path.parent>/ledger-spool/`.
+            run_id: Recorded on step rows that carry no run id of their own.
+            batch_rows: Rows buffered in memory before they are written to a spool file.
+
+        Raises:
+            ValueError: when `batch_rows` is below 1.
+            OSError: when the spool folder cannot be created.
+        """
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+        self.db_path = Path(db_path)
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else default_spool_dir(db_path)
+        self.run_id = run_id
+        self.batch_rows = batch_rows
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        # One growing bytearray, not a list of lines: orjson's small results each pin about a
+        # page of memory, so 100,000 buffered lines would cost hundreds of MiB.
+        self._buffer = bytearray()
+        self._buffered_rows = 0
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+
+    @property
+    def buffered_rows(self) -> int:
+        """Rows recorded but not yet written to a spool file."""
+        return self._buffered_rows
+
+    def record_task(self, row: TaskRow) -> None:
+        """Buffer a task row; writes a spool file when the buffer reaches `batch_rows`.
+
+        Raises:
+            TypeError: when `row.params` holds a value JSON cannot represent.
+            OSError: when a due spool file cannot be written (the rows stay buffered).
+        """
+        self._append(task_line, row)
+
+    def record_step(self, row: StepRow) -> None:
+        """Buffer a step row (message redacted); writes a spool file at `batch_rows` rows.
+
+        Raises:
+            OSError: when a due spool file cannot be written (the rows stay buffered).
+        """
+        self._append(step_line, row)
+
+    def flush(self) -> Path | None:
+        """Write the buffered rows to one new spool file, atomically.
+
+        Returns:
+            The spool file written, or None when nothing was buffered.
+
+        Raises:
+            OSError: when the file cannot be written; the rows stay buffered for a retry.
+        """
+        with self._lock:
+            if not self._buffer:
+                return None
+            path = self.spool_dir / new_spool_name()
+            write_bytes_atomic(path, bytes(self._buffer))
+            self._buffer.clear()
+            self._buffered_rows = 0
+        return path
+
+    def sync(self, *, lock_timeout_seconds: float = 10.0) -> SyncResult:
+        """Ingest every spool file into DuckDB (rows still buffered need `flush` first).
+
+        See `sync_spool`; a held lock is reported in the result, never raised.
+        """
+        return sync_spool(self.db_path, self.spool_dir, lock_timeout_seconds=lock_timeout_seconds)
+
+    def close(self, *, lock_timeout_seconds: float = 10.0) -> SyncResult | None:
+        """Flush, then sync best effort: a DuckDB failure is logged and the spool kept.
+
+        Returns:
+            The sync result, or None when the sync failed with a DuckDB error.
+
+        Raises:
+            OSError: when the last spool file cannot be written (rows would be lost otherwise).
+        """
+        self.flush()
+        try:
+            return self.sync(lock_timeout_seconds=lock_timeout_seconds)
+        except duckdb.Error:
+            logger.exception(
+                "ledger sync into %s failed; spool kept in %s", self.db_path, self.spool_dir
+            )
+            return None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # Rows recorded before a failure are still worth keeping, so close on errors too.
+        self.close()
+
+    def _append(self, to_line: Callable[[Any, int, str | None], bytes], row: object) -> None:
+        with self._lock:
+            self._buffer += to_line(row, next(self._seq), self.run_id)
+            self._buffered_rows += 1
+            full = self._buffered_rows >= self.batch_rows
+        if full:
+            self.flush()

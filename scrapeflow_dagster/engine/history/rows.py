@@ -1,0 +1,144 @@
+"""The rows the ledger records (`TaskRow`, `StepRow`) and their spool lines (JSONL).
+
+A spool line is what DuckDB reads back with `schema.SPOOL_COLUMNS`; it is also the last point
+before DuckDB, so credentials in messages and proxy fields are removed here, for every row.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import orjson
+
+from scrapeflow_dagster.engine.redact import proxy_host, redact
+from scrapeflow_dagster.engine.state.schema import parse_stamp, utc_now
+
+STEP_STATUSES = frozenset({"SUCCESS", "ERROR", "SKIPPED"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    """One task as recorded in `tasks` (upserted on `key`; newer params win)."""
+
+    key: str
+    url: str
+    method: str = "GET"
+    params: dict[str, Any] = field(default_factory=dict)
+    added_at: datetime = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not isinstance(self.url, str):
+            raise TypeError(f"task key and url must be str, got {self.key!r}, {self.url!r}")
+
+    @classmethod
+    def from_params(
+        cls, key: str, params: dict[str, Any], *, added_at: datetime | None = None
+    ) -> Self:
+        """Build the row from scrapeflow task params: POST when they carry `post_payload`.
+
+        Raises:
+            ValueError: when `params` has no string `url`.
+        """
+        url = params.get("url")
+        if not isinstance(url, str):
+            raise ValueError(f"task {key!r}: params have no string 'url'")
+        method = "POST" if params.get("post_payload") is not None else "GET"
+        return cls(key, url, method, params, added_at if added_at is not None else utc_now())
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One run of one executor on one task, appended to `step_runs`.
+
+    `ended_at` must be the value the executor writes as `<exec>_last_run` in the status file,
+    so that `rebuild_from_status_dir` sees the two agree. A `run_id` of None takes the Ledger's.
+    """
+
+    key: str
+    executor: str
+    status: str  # 'SUCCESS' | 'ERROR' | 'SKIPPED'
+    error_class: str | None = None
+    error_kind: str | None = None
+    message: str | None = None
+    attempts: int | None = None
+    http_status: int | None = None
+    size: int | None = None
+    md5: str | None = None
+    proxy_host: str | None = None
+    domain: str | None = None
+    run_id: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        # Checked here, where the caller can see it, rather than as a spool file DuckDB rejects.
+        if not isinstance(self.key, str) or not isinstance(self.executor, str):
+            raise TypeError(
+                f"step key and executor must be str, got {self.key!r}, {self.executor!r}"
+            )
+        if self.status not in STEP_STATUSES:
+            raise ValueError(f"step status {self.status!r} is not one of {sorted(STEP_STATUSES)}")
+
+
+def domain_of(url: str | None) -> str | None:
+    """The host name of `url` (lower case), or None when it has none or does not parse."""
+    if not url:
+        return None
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
+def task_line(row: TaskRow, seq: int, run_id: str | None) -> bytes:
+    """The spool line of a task row; `seq` orders it among its Ledger's lines.
+
+    Raises:
+        TypeError: when `row.params` holds a value JSON cannot represent.
+    """
+    line = {
+        "kind": "t",
+        "seq": seq,
+        "key": row.key,
+        "url": row.url,
+        "method": row.method,
+        "domain": domain_of(row.url),
+        "params": row.params,
+        # parse_stamp turns an aware datetime into the naive UTC that DuckDB columns hold.
+        "added_at": parse_stamp(row.added_at),
+    }
+    return orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+def step_line(row: StepRow, seq: int, run_id: str | None) -> bytes:
+    """The spool line of a step row; a row without a run id takes `run_id`."""
+    line = {
+        "kind": "s",
+        "seq": seq,
+        "key": row.key,
+        "executor": row.executor,
+        "status": row.status,
+        "error_class": row.error_class,
+        "error_kind": row.error_kind,
+        # Messages quote URLs and headers; credentials in them must never reach DuckDB.
+        "message": redact(row.message) if row.message else row.message,
+        "attempts": row.attempts,
+        "http_status": row.http_status,
+        "size": row.size,
+        "md5": row.md5,
+        "proxy_host": _host_only(row.proxy_host),
+        "domain": row.domain,
+        "run_id": row.run_id if row.run_id is not None else run_id,
+        "started_at": parse_stamp(row.started_at),
+        "ended_at": parse_stamp(row.ended_at),
+    }
+    return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _host_only(proxy: str | None) -> str | None:
+    # Proxies should arrive as `host:port`; a URL or `user:pass@host` (an old or hand-edited
+    # status file) is cut down to that, so no proxy credential reaches DuckDB.
+    if proxy and ("@" in proxy or "://" in proxy):
+        return proxy_host(proxy if "://" in proxy else f"http://{proxy}")
+    return proxy

@@ -1,0 +1,157 @@
+"""SQL of the DuckDB ledger: tables, views, and the statements that ingest spool rows.
+
+Kept apart from the Python that runs it, so the schema can be read (and later migrated) in one
+place. Every ingest statement reads from the temp table `spool`, filled from spool JSONL files by
+`read_json` with the explicit `SPOOL_COLUMNS` types (no type guessing, so a batch whose first
+rows lack a field still types it right).
+"""
+
+SCHEMA_SQL = """
+CREATE SEQUENCE IF NOT EXISTS step_runs_seq;
+
+CREATE TABLE IF NOT EXISTS tasks (
+    key VARCHAR PRIMARY KEY,
+    url VARCHAR,
+    method VARCHAR,
+    domain VARCHAR,
+    params JSON,
+    added_at TIMESTAMP
+);
+
+CREATE TABLE IF NOT EXISTS step_runs (
+    key VARCHAR NOT NULL,
+    executor VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,  -- 'SUCCESS' | 'ERROR' | 'SKIPPED'
+    error_class VARCHAR,
+    error_kind VARCHAR,
+    message VARCHAR,
+    attempts INTEGER,
+    http_status INTEGER,
+    size BIGINT,
+    md5 VARCHAR,
+    proxy_host VARCHAR,
+    domain VARCHAR,
+    run_id VARCHAR,
+    started_at TIMESTAMP,
+    ended_at TIMESTAMP,
+    elapsed_seconds DOUBLE,
+    -- Ingest order: breaks ties between rows with the same ended_at (a rebuild row wins).
+    seq BIGINT DEFAULT nextval('step_runs_seq')
+);
+
+CREATE TABLE IF NOT EXISTS ingested_spool_files (
+    name VARCHAR PRIMARY KEY,
+    ingested_at TIMESTAMP
+);
+
+CREATE OR REPLACE VIEW current_state AS
+SELECT *
+FROM step_runs
+WHERE status <> 'SKIPPED'
+QUALIFY row_number() OVER (
+    PARTITION BY key, executor ORDER BY ended_at DESC NULLS LAST, seq DESC
+) = 1;
+"""
+
+# One spool line is a task (`kind` = 't') or a step run (`kind` = 's'); `seq` is its order
+# within the writing Ledger, so "newer params win" holds inside one spool file.
+SPOOL_COLUMNS: dict[str, str] = {
+    "kind": "VARCHAR",
+    "seq": "BIGINT",
+    "key": "VARCHAR",
+    "url": "VARCHAR",
+    "method": "VARCHAR",
+    "domain": "VARCHAR",
+    "params": "JSON",
+    "added_at": "TIMESTAMP",
+    "executor": "VARCHAR",
+    "status": "VARCHAR",
+    "error_class": "VARCHAR",
+    "error_kind": "VARCHAR",
+    "message": "VARCHAR",
+    "attempts": "INTEGER",
+    "http_status": "INTEGER",
+    "size": "BIGINT",
+    "md5": "VARCHAR",
+    "proxy_host": "VARCHAR",
+    "run_id": "VARCHAR",
+    "started_at": "TIMESTAMP",
+    "ended_at": "TIMESTAMP",
+}
+
+_COLUMNS_STRUCT = "{" + ", ".join(f"{name}: '{typ}'" for name, typ in SPOOL_COLUMNS.items()) + "}"
+
+# `?` is the list of spool file paths. `filename` orders rows across files: spool names start
+# with a zero-padded nanosecond timestamp, so name order is write order.
+LOAD_SPOOL_SQL = f"""
+CREATE OR REPLACE TEMP TABLE spool AS
+SELECT * FROM read_json(
+    ?, columns = {_COLUMNS_STRUCT}, format = 'newline_delimited', filename = true
+)
+"""
+
+STEP_COLUMNS = (
+    "key, executor, status, error_class, error_kind, message, attempts, http_status, size, md5, "
+    "proxy_host, domain, run_id, started_at, ended_at"
+)
+
+INSERT_STEPS_SQL = f"""
+INSERT INTO step_runs ({STEP_COLUMNS}, elapsed_seconds)
+SELECT {STEP_COLUMNS}, epoch(ended_at - started_at)
+FROM spool
+WHERE kind = 's'
+ORDER BY filename, seq
+"""
+
+# Rebuild inserts a file's step only where DuckDB's current state disagrees with it. The md5 is
+# compared only for a SUCCESS: an ERROR row carries no content of its own. End times may differ by
+# up to a second: the runtime row times the end of the work, the file stamps its own write; a
+# genuinely different run is further apart than that.
+INSERT_DISAGREEING_STEPS_SQL = f"""
+INSERT INTO step_runs ({STEP_COLUMNS}, elapsed_seconds)
+SELECT {", ".join(f"f.{c.strip()}" for c in STEP_COLUMNS.split(","))},
+       epoch(f.ended_at - f.started_at)
+FROM spool AS f
+LEFT JOIN current_state AS c ON c.key = f.key AND c.executor = f.executor
+WHERE f.kind = 's'
+  AND (
+    c.key IS NULL
+    OR c.status IS DISTINCT FROM f.status
+    OR c.ended_at IS NULL
+    OR abs(epoch(c.ended_at - f.ended_at)) > 1.0
+    OR (f.status = 'SUCCESS' AND c.md5 IS DISTINCT FROM f.md5)
+  )
+ORDER BY f.filename, f.seq
+"""
+
+# Several rows for one key in a batch: the newest (last written) supplies url and params, the
+# earliest added_at is kept, and an existing row keeps its added_at unless ours is earlier.
+# (ON CONFLICT cannot update one row twice in one statement, hence the QUALIFY.)
+UPSERT_TASKS_SQL = """
+INSERT INTO tasks (key, url, method, domain, params, added_at)
+SELECT key, url, method, domain, params, first_added_at
+FROM (
+    SELECT *, min(added_at) OVER (PARTITION BY key) AS first_added_at
+    FROM spool
+    WHERE kind = 't'
+    QUALIFY row_number() OVER (PARTITION BY key ORDER BY filename DESC, seq DESC) = 1
+)
+ON CONFLICT (key) DO UPDATE SET
+    url = excluded.url,
+    method = excluded.method,
+    domain = excluded.domain,
+    params = excluded.params,
+    added_at = least(tasks.added_at, excluded.added_at)
+"""
+
+COUNT_SPOOL_SQL = "SELECT count(*) FROM spool"
+
+DROP_SPOOL_SQL = "DROP TABLE IF EXISTS spool"
+
+ALREADY_INGESTED_SQL = "SELECT name FROM ingested_spool_files WHERE list_contains(?, name)"
+
+# Parameters: the file names and the (naive UTC) ingest time; `now()` would be local time.
+MARK_INGESTED_SQL = """
+INSERT INTO ingested_spool_files (name, ingested_at)
+SELECT unnest(?::VARCHAR[]), ?::TIMESTAMP
+"""

@@ -1,0 +1,183 @@
+"""Ingest of the spool into DuckDB, by whichever process gets DuckDB's single write lock.
+
+Ingest is idempotent per spool file: a batch inserts its rows and records its file names in
+`ingested_spool_files` in one transaction, and only then deletes the files. A crash at any
+moment therefore loses or doubles no row; a file DuckDB cannot read is set aside, not retried.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from scrapeflow_dagster.engine.history import schema as sql
+from scrapeflow_dagster.engine.history.connection import connect_read_write
+from scrapeflow_dagster.engine.history.spool import default_spool_dir, quarantine, spool_files
+from scrapeflow_dagster.engine.state.schema import utc_now
+
+_T = TypeVar("_T")
+
+# Spool files per DuckDB transaction: large enough to amortise the commit, small enough that a
+# sync holding the lock lets a waiting process in within seconds.
+FILES_PER_TRANSACTION = 64
+
+# What DuckDB raises for malformed JSON, a value of the wrong type, or a row missing a required
+# field; anything else (I/O, out of memory) is the environment and is raised.
+_BAD_SPOOL_DATA = (
+    duckdb.InvalidInputException,
+    duckdb.ConversionException,
+    duckdb.ConstraintException,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one `sync` did.
+
+    Attributes:
+        ingested_rows: Rows (tasks and step runs) read from spool files into DuckDB.
+        pending_files: Spool files still waiting after this sync.
+        locked: True when another process held the database and nothing was ingested.
+        ingested_files: Spool files ingested and deleted.
+        bad_files: Spool files DuckDB could not read, renamed to `*.jsonl.bad`.
+    """
+
+    ingested_rows: int
+    pending_files: int
+    locked: bool = False
+    ingested_files: int = 0
+    bad_files: tuple[Path, ...] = ()
+
+
+def sync_spool(
+    db_path: Path, spool_dir: Path | None = None, *, lock_timeout_seconds: float = 10.0
+) -> SyncResult:
+    """Ingest every spool file in `spool_dir` into DuckDB, one transaction per batch of files.
+
+    Opens `db_path` read-write, retrying with backoff while another process holds it. Each
+    batch inserts its rows and records its file names in `ingested_spool_files` in one
+    transaction, then deletes the files; a file whose name is already recorded (a crash between
+    commit and delete) is only deleted. A file DuckDB cannot parse is renamed `*.jsonl.bad`.
+
+    Args:
+        db_path: The DuckDB file; created with the schema when missing.
+        spool_dir: The spool folder; default `<db_path.parent>/ledger-spool/`.
+        lock_timeout_seconds: How long to wait for another process to release the file.
+
+    Returns:
+        The counts; `locked=True` (and the spool untouched) when the lock never came.
+
+    Raises:
+        duckdb.Error: for a broken database (not for a lock held by another process).
+    """
+    spool_dir = Path(spool_dir) if spool_dir is not None else default_spool_dir(db_path)
+    conn = connect_read_write(Path(db_path), lock_timeout_seconds)
+    if conn is None:
+        return SyncResult(ingested_rows=0, pending_files=len(spool_files(spool_dir)), locked=True)
+    try:
+        conn.execute(sql.SCHEMA_SQL)
+        rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir))
+    finally:
+        conn.close()
+    return SyncResult(
+        ingested_rows=rows,
+        pending_files=len(spool_files(spool_dir)),
+        ingested_files=files,
+        bad_files=tuple(bad),
+    )
+
+
+def in_transaction(conn: duckdb.DuckDBPyConnection, work: Callable[[], _T]) -> _T:
+    """Run `work` in one transaction, then drop the temp table `spool` whatever happened.
+
+    Raises:
+        BaseException: whatever `work` or the COMMIT raised, after the rollback.
+    """
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        result = work()
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # A failed COMMIT has already ended the transaction.
+        raise
+    finally:
+        conn.execute(sql.DROP_SPOOL_SQL)
+    return result
+
+
+def load_spool(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int:
+    """Fill the temp table `spool` from spool files and return its row count.
+
+    Raises:
+        duckdb.InvalidInputException: and the other `_BAD_SPOOL_DATA` errors for bad content.
+    """
+    conn.execute(sql.LOAD_SPOOL_SQL, [[str(p) for p in paths]])
+    return count(conn.execute(sql.COUNT_SPOOL_SQL))
+
+
+def count(result: duckdb.DuckDBPyConnection) -> int:
+    """The single number a `SELECT count(*)` or `INSERT` statement returned (0 for none)."""
+    row = result.fetchone()
+    return int(row[0]) if row else 0
+
+
+class _SpoolReadError(Exception):
+    """A spool file's content is unusable (as opposed to the database failing)."""
+
+
+def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int:
+    def work() -> int:
+        rows = load_spool(conn, paths)
+        conn.execute(sql.INSERT_STEPS_SQL)
+        conn.execute(sql.UPSERT_TASKS_SQL)
+        conn.execute(sql.MARK_INGESTED_SQL, [[p.name for p in paths], utc_now()])
+        return rows
+
+    try:
+        rows = in_transaction(conn, work)
+    except _BAD_SPOOL_DATA as exc:
+        raise _SpoolReadError(str(exc)) from exc
+    # Only after the commit: a crash before this line leaves files the next sync just deletes.
+    for path in paths:
+        path.unlink(missing_ok=True)
+    return rows
+
+
+def _drop_already_ingested(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> list[Path]:
+    names = [p.name for p in paths]
+    done = {name for (name,) in conn.execute(sql.ALREADY_INGESTED_SQL, [names]).fetchall()}
+    for path in paths:
+        if path.name in done:
+            path.unlink(missing_ok=True)
+    return [p for p in paths if p.name not in done]
+
+
+def _ingest_spool_files(
+    conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]
+) -> tuple[int, int, list[Path]]:
+    rows = files = 0
+    bad: list[Path] = []
+    for start in range(0, len(paths), FILES_PER_TRANSACTION):
+        batch = _drop_already_ingested(conn, paths[start : start + FILES_PER_TRANSACTION])
+        if not batch:
+            continue
+        try:
+            rows += _ingest_batch(conn, batch)
+            files += len(batch)
+            continue
+        except _SpoolReadError:
+            pass
+        # One unreadable file must not hold back the others: retry the batch file by file.
+        for path in batch:
+            try:
+                rows += _ingest_batch(conn, [path])
+                files += 1
+            except _SpoolReadError as exc:
+                moved = quarantine(path, exc)
+                bad.extend([moved] if moved else [])
+    return rows, files, bad

@@ -1,0 +1,10 @@
+"""Run: a chain of executors over a stream of tasks with bounded concurrency.
+
+`context` (what an executor is and gets), `execute` (`execute_async`: the fan-out and the HTTP
+session), `runner` (one task: lock, load, each step recorded through `state.schema`),
+`deadlines` (one timer bounding every step), `results` and `step` (a run's report).
+
+May import: `engine.errors`, `engine.redact`, `engine.settings`, `engine.state`,
+`engine.tasks.keys`, `engine.proxies` (the provider type), `engine.history` (rows of a run).
+Never Dagster.
+"""

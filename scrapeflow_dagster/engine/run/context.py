@@ -1,0 +1,64 @@
+"""What an executor is and what it gets: the `Context`, the executor types, `taskify`."""
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import aiohttp
+
+from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.run.results import StepResult
+from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.state.schema import Params, StatusData
+
+# scrapeflow's recognised failures: recorded per task, never fatal to the run.
+RECOGNISED_ERRORS: tuple[type[BaseException], ...] = (
+    aiohttp.ClientError,
+    TimeoutError,
+    RuntimeError,
+)
+
+
+class Context(NamedTuple):
+    "Each task gets the context as a parameter."
+
+    # The directory for status files and binary blobs.
+    dir: Path
+    # To be used for async http requests.
+    session: aiohttp.ClientSession | None
+    # List of executor names that need to be forced, or ["all"].
+    forced_executors: list[str]
+    # Limits concurrency (kept for executors written against scrapeflow).
+    semaphore: asyncio.Semaphore
+    # Bound on each executor, retries included.
+    timeout_seconds: float
+    # Proxy provider for http requests.
+    proxy_provider: ProxyProvider | None
+    # Request limits and retry policy of the scrape executors.
+    settings: ScrapeSettings = ScrapeSettings()
+
+
+ExecutorOutput = dict[str, Any]
+ExecutorResponse = tuple[StatusData, bool]
+# scrapeflow's README executors return the output alone (`scrape_with_validation`'s result).
+Executor = Callable[[Context, StatusData], Awaitable[ExecutorResponse | ExecutorOutput]]
+TaskFunction = Callable[[Context, str, StatusData], Awaitable[ExecutorOutput]]
+Tasks = Mapping[str, Params] | Sequence[str] | Iterable[str | tuple[str, Params | None]]
+StepCallback = Callable[[StepResult], None]
+
+
+def taskify(fn: TaskFunction) -> Executor:
+    """Turn `async def fn(context, key, status) -> output` into an Executor named like `fn`."""
+
+    @functools.wraps(fn)
+    async def executor(context: Context, status: StatusData) -> ExecutorResponse:
+        return await fn(context, status["name"], status), True
+
+    return executor
+
+
+def executor_name(executor: Callable[..., Any]) -> str:
+    """The name under which an executor's results are stored (its function name)."""
+    return getattr(executor, "__name__", type(executor).__name__)

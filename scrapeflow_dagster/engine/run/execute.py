@@ -1,0 +1,190 @@
+"""`execute_async`: run a chain of executors over a stream of tasks, crash-safely.
+
+For each task, executors run in order. After every executor the task's status file is saved
+atomically, so a crash loses at most the step in flight, and the next run redoes only what had
+not finished. Recognised failures (network, timeouts, `RuntimeError`) are recorded in the task's
+status and stop that task's chain; anything else is a bug: sibling tasks are cancelled cleanly
+(before the HTTP session closes) and the exception propagates.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.run.context import (
+    Context,
+    Executor,
+    StepCallback,
+    Tasks,
+    executor_name,
+)
+from scrapeflow_dagster.engine.run.deadlines import StepDeadlines
+from scrapeflow_dagster.engine.run.runner import Runner
+from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.state.locks import TaskLocks
+from scrapeflow_dagster.engine.state.schema import Params
+from scrapeflow_dagster.engine.tasks.keys import validate_key
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_MAX_PARALLELISM = 100
+
+
+def _forced_names(force: Iterable[str | Callable[..., Any]] | str | None) -> list[str]:
+    # scrapeflow documented names and ["all"] but only callables worked; accept all three.
+    if force is None:
+        return []
+    if isinstance(force, str):
+        return [force]
+    return [f if isinstance(f, str) else executor_name(f) for f in force]
+
+
+def _iter_tasks(tasks: Tasks) -> Iterator[tuple[str, Params | None]]:
+    """Validate up front what can be (dicts, sequences); stream the rest lazily."""
+    if isinstance(tasks, str | bytes):
+        # Iterating it would run one task per character.
+        raise InvalidTaskError(
+            f"tasks must be a dict, a list of keys or an iterable of (key, params), not the"
+            f" string {tasks[:40]!r}"
+        )
+    if isinstance(tasks, Mapping):
+        for key in tasks:
+            validate_key(key)
+        return ((key, tasks[key]) for key in tasks)
+    if isinstance(tasks, Sequence) and not isinstance(tasks, str):
+        seen: set[str] = set()
+        for item in tasks:
+            key = validate_key(item[0] if isinstance(item, tuple) else item)
+            if key in seen:
+                raise InvalidTaskError(f"task key {key!r} is given twice")
+            seen.add(key)
+        return (item if isinstance(item, tuple) else (item, None) for item in tasks)
+    return _stream(tasks)
+
+
+def _stream(
+    tasks: Iterable[str | tuple[str, Params | None]],
+) -> Iterator[tuple[str, Params | None]]:
+    seen: set[str] = set()
+    for item in tasks:
+        key, params = item if isinstance(item, tuple) else (item, None)
+        validate_key(key)
+        if key in seen:
+            raise InvalidTaskError(f"task key {key!r} is given twice")
+        seen.add(key)
+        yield key, params
+
+
+@asynccontextmanager
+async def _session_for(
+    session: aiohttp.ClientSession | None, parallelism: int, settings: ScrapeSettings
+) -> AsyncIterator[aiohttp.ClientSession]:
+    if session is not None:
+        yield session
+        return
+    connector = aiohttp.TCPConnector(limit=parallelism, limit_per_host=0, ssl=settings.verify_tls)
+    # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
+    # come from its params.
+    async with aiohttp.ClientSession(
+        connector=connector,
+        headers={"User-Agent": settings.user_agent},
+        cookie_jar=aiohttp.DummyCookieJar(),
+    ) as own:
+        yield own
+
+
+async def execute_async(
+    executors: Sequence[Executor],
+    directory: Path,
+    tasks: Tasks,
+    timeout: float | None = None,
+    force_executors: Iterable[str | Callable[..., Any]] | str | None = None,
+    max_parallelism: int | None = None,
+    proxy_provider: ProxyProvider | None = None,
+    *,
+    settings: ScrapeSettings | None = None,
+    session: aiohttp.ClientSession | None = None,
+    on_step: StepCallback | None = None,
+    requires: Sequence[str] = (),
+    max_age_seconds: float | None = None,
+) -> list[str]:
+    """Run `executors` in order for every task, at most `max_parallelism` tasks at a time.
+
+    Args:
+        executors: the chain; each result is stored under the executor's function name.
+        directory: where `<key>.status.json` and blobs go (created if missing).
+        tasks: `{key: params}` the first time; later, keys alone reuse stored params. Any
+            iterable of keys or `(key, params)` pairs is consumed as a stream, so a million
+            tasks never become a million coroutines.
+        timeout: seconds allowed for each executor, retries included (default 30).
+        force_executors: executor names or callables to re-run although they succeeded, or
+            `"all"` / `["all"]`.
+        max_parallelism: tasks in flight at once (default 100).
+        proxy_provider: where `scrape` gets proxies; loaded before the first task.
+        settings: request limits and retry policy (defaults: see `ScrapeSettings`).
+        session: an aiohttp session to use instead of a new one (then it is not closed here).
+        on_step: called with a `StepResult` after every step of every task (and skips).
+        requires: executors that must have succeeded before this chain runs for a task (a
+            step is also re-run when one of them ran after it: its output would be stale).
+        max_age_seconds: re-run successful steps older than this (freshness).
+
+    Returns:
+        The keys whose whole chain succeeded or was skipped, in completion order.
+
+    Raises:
+        ValueError: a key is unsafe (`/`, `..`, `,`, control characters) or given twice.
+        Exception: any unrecognised exception of an executor, after the other tasks were
+            cancelled and every finished step saved.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    pairs = _iter_tasks(tasks)
+    parallelism = max(1, max_parallelism or DEFAULT_MAX_PARALLELISM)
+    settings = settings or ScrapeSettings()
+    succeeded: list[str] = []
+    async with _session_for(session, parallelism, settings) as live_session:
+        if proxy_provider is not None:
+            await proxy_provider.load(live_session)
+        context = Context(
+            dir=directory,
+            session=live_session,
+            forced_executors=_forced_names(force_executors),
+            semaphore=asyncio.Semaphore(parallelism),
+            timeout_seconds=timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS,
+            proxy_provider=proxy_provider,
+            settings=settings,
+        )
+        locks = TaskLocks(directory)
+        deadlines = StepDeadlines(context.timeout_seconds)
+        runner = Runner(
+            executors,
+            context,
+            on_step=on_step,
+            locks=locks,
+            deadlines=deadlines,
+            requires=requires,
+            max_age_seconds=max_age_seconds,
+        )
+
+        async def worker() -> None:
+            # Workers share one iterator: tasks are pulled only when a worker is free.
+            for key, params in pairs:
+                if await runner.run_task(key, params):
+                    succeeded.append(key)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(parallelism):
+                    group.create_task(worker())
+        except BaseExceptionGroup as group_error:
+            # The TaskGroup already cancelled and awaited every sibling; surface the cause.
+            raise group_error.exceptions[0] from None
+        finally:
+            deadlines.close()
+            locks.close()
+    return succeeded

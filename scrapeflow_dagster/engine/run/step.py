@@ -1,0 +1,167 @@
+"""One executor over a batch of task keys, recorded in DuckDB: what a Dagster asset run calls."""
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from yarl import URL
+
+from scrapeflow_dagster.engine.history import Ledger, StepRow
+from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.run.context import Executor, executor_name
+from scrapeflow_dagster.engine.run.execute import execute_async
+from scrapeflow_dagster.engine.run.results import StepResult
+from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.state.atomic import sweep_stale_temp_files
+from scrapeflow_dagster.engine.state.layout import DataLayout
+
+UPSTREAM = "upstream"
+
+
+class Succeeded(NamedTuple):
+    """What is kept of a succeeded (or skipped) task: its partition's small metadata.
+
+    Far smaller than a `StepResult` (no timestamps, URL or messages), because a run keeps one
+    per task: 100,000 tasks would otherwise hold ~50 MB for the whole run.
+    """
+
+    attempts: int
+    http_status: int | None
+    size: int | None
+    md5: str | None
+    skipped: bool
+
+
+@dataclass
+class StepReport:
+    """Per-key outcomes of one executor over a batch, plus counts for metadata."""
+
+    executor: str
+    succeeded: dict[str, Succeeded] = field(default_factory=dict)
+    errors: dict[str, StepResult] = field(default_factory=dict)
+    not_ready: list[str] = field(default_factory=list)
+
+    def add(self, result: StepResult) -> None:
+        """Keep what the run's events need of one step result."""
+        if result.error_kind == UPSTREAM:
+            self.not_ready.append(result.key)
+        elif not result.ok:
+            self.errors[result.key] = result
+        else:
+            self.succeeded[result.key] = Succeeded(
+                result.attempts,
+                result.http_status,
+                result.size,
+                result.md5,
+                result.outcome == "SKIPPED",
+            )
+
+    @property
+    def tasks(self) -> int:
+        """How many tasks the step reported on."""
+        return len(self.succeeded) + len(self.errors) + len(self.not_ready)
+
+    @property
+    def failed(self) -> list[str]:
+        """Keys whose step ended in an error (not counting tasks whose upstream is missing)."""
+        return list(self.errors)
+
+    def counts_by_outcome(self) -> Counter[str]:
+        """SUCCESS / SKIPPED / ERROR counts (tasks not ready are left out)."""
+        skipped = sum(1 for s in self.succeeded.values() if s.skipped)
+        counts: Counter[str] = Counter()
+        for outcome, count in (
+            ("SUCCESS", len(self.succeeded) - skipped),
+            ("SKIPPED", skipped),
+            ("ERROR", len(self.errors)),
+        ):
+            if count:
+                counts[outcome] = count
+        return counts
+
+    def counts_by_error(self) -> Counter[tuple[str, str]]:
+        """(error kind, error class) counts of the failed keys."""
+        return Counter((r.error_kind or "", r.error_class or "") for r in self.errors.values())
+
+    def markdown(self) -> str:
+        """A small markdown table: outcomes, then error kinds and classes."""
+        lines = ["| outcome | kind | error class | tasks |", "|---|---|---|---|"]
+        for outcome, count in sorted(self.counts_by_outcome().items()):
+            if outcome != "ERROR":
+                lines.append(f"| {outcome} | | | {count} |")
+        if self.not_ready:
+            lines.append(f"| NOT READY | upstream | | {len(self.not_ready)} |")
+        for (kind, cls), count in sorted(self.counts_by_error().items()):
+            lines.append(f"| ERROR | {kind} | {cls} | {count} |")
+        return "\n".join(lines)
+
+
+def to_row(result: StepResult, run_id: str | None) -> StepRow:
+    """The DuckDB row of a step result (domain from the URL, never credentials)."""
+    domain = URL(result.url).host if result.url else None
+    return StepRow(
+        key=result.key,
+        executor=result.executor,
+        status=result.outcome,
+        error_class=result.error_class,
+        error_kind=result.error_kind,
+        message=result.message,
+        attempts=result.attempts,
+        http_status=result.http_status,
+        size=result.size,
+        md5=result.md5,
+        proxy_host=result.proxy_host,
+        domain=domain,
+        run_id=run_id,
+        started_at=result.started.replace(tzinfo=None),
+        ended_at=result.ended.replace(tzinfo=None),
+    )
+
+
+async def run_step(
+    layout: DataLayout,
+    executor: Executor,
+    keys: Sequence[str],
+    *,
+    settings: ScrapeSettings | None = None,
+    proxy_provider: ProxyProvider | None = None,
+    requires: Sequence[str] = (),
+    force: bool = False,
+    max_age_seconds: float | None = None,
+    timeout_seconds: float | None = None,
+    max_parallelism: int | None = None,
+    run_id: str | None = None,
+) -> StepReport:
+    """Run `executor` for `keys` (params come from their status files) and record every outcome.
+
+    Every result goes to the status files (atomically, per step) and to DuckDB through the
+    ledger's spool, which is synced at the end without ever failing on DuckDB's lock.
+    """
+    layout.ensure()
+    sweep_stale_temp_files(layout.status_dir)
+    report = StepReport(executor=executor_name(executor))
+    # Spool every 1,000 rows: a killed run loses at most that many DuckDB rows (the status
+    # files still have them; `scrapeflow db rebuild` restores them).
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000)
+    with ledger:
+
+        def on_step(result: StepResult) -> None:
+            report.add(result)
+            if result.outcome != "SKIPPED" and result.error_kind != UPSTREAM:
+                ledger.record_step(to_row(result, run_id))
+
+        await execute_async(
+            [executor],
+            layout.status_dir,
+            keys,
+            timeout=timeout_seconds,
+            force_executors=["all"] if force else None,
+            max_parallelism=max_parallelism,
+            proxy_provider=proxy_provider,
+            settings=settings,
+            on_step=on_step,
+            requires=requires,
+            max_age_seconds=max_age_seconds,
+        )
+    return report

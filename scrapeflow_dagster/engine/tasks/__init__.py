@@ -1,0 +1,7 @@
+"""Tasks: where work comes from. Keys and URLs validated (`keys`), task files read line by
+line with per-line errors (`intake`), params stored before anyone schedules them (`adding`),
+and files dropped in the inbox handed over safely (`inbox`).
+
+May import: `engine.errors`, `engine.state`, `engine.history` (tasks are recorded for DuckDB).
+Never run/executors/retry/proxies, never Dagster.
+"""

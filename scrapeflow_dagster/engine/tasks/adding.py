@@ -1,0 +1,77 @@
+"""Adding tasks: params are stored (status file, then DuckDB) before anyone schedules them."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from scrapeflow_dagster.engine.errors import StatusFileError
+from scrapeflow_dagster.engine.history import Ledger, TaskRow
+from scrapeflow_dagster.engine.state.files import load_status, write_status
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.schema import new_status
+from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec
+
+
+@dataclass
+class AddReport:
+    """What adding a batch of tasks did."""
+
+    keys: list[str] = field(default_factory=list)  # every valid key, new or already known
+    new: int = 0
+    unchanged: int = 0
+    errors: list[LineError] = field(default_factory=list)
+
+
+def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> AddReport:
+    """Store the params of every valid task and collect the keys to add as partitions.
+
+    A key already stored with other params is refused (the stored params win: nothing that
+    was recorded is lost); the same key with the same params is simply known already.
+    """
+    layout.ensure()
+    status_dir = layout.status_dir  # a property that builds a Path: once, not per task
+    report = AddReport()
+    seen: dict[str, TaskSpec] = {}
+    now = datetime.now(UTC).replace(tzinfo=None)
+    for item in items:
+        if isinstance(item, LineError):
+            report.errors.append(item)
+            continue
+        first = seen.get(item.key)
+        if first is not None:
+            if first.params != item.params:
+                report.errors.append(_conflict(item, f"{first.path}:{first.line}"))
+            continue
+        try:
+            stored = load_status(status_dir, item.key)
+        except StatusFileError as exc:
+            report.errors.append(LineError(item.path, item.line, str(exc)))
+            continue
+        if stored is not None and stored.get("params") != item.params:
+            report.errors.append(_conflict(item, "its status file"))
+            continue
+        seen[item.key] = item
+        report.keys.append(item.key)
+        if stored is not None:
+            report.unchanged += 1
+            continue
+        write_status(status_dir, item.key, new_status(item.key, item.params))
+        ledger.record_task(
+            TaskRow(
+                key=item.key,
+                url=str(item.params["url"]),
+                method="POST" if item.params.get("post_payload") is not None else "GET",
+                params=item.params,
+                added_at=now,
+            )
+        )
+        report.new += 1
+    return report
+
+
+def _conflict(item: TaskSpec, where: str) -> LineError:
+    return LineError(
+        item.path,
+        item.line,
+        f"task key {item.key!r} already has different params (from {where}); line skipped",
+    )

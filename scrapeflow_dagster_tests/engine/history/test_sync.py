@@ -1,0 +1,165 @@
+"""Sync against other processes holding DuckDB, two writers at once, crashes, bad spool files."""
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapeflow_dagster.engine.history import (
+    Ledger,
+    LedgerLockedError,
+    TaskRow,
+    connect_readonly,
+    sync_spool,
+)
+from scrapeflow_dagster_tests.engine.history.helpers import (
+    REPO_ROOT,
+    query,
+    release,
+    spool_files,
+    step,
+)
+
+
+@pytest.mark.parametrize("mode", ["rw", "ro"])
+def test_sync_reports_lock_held_by_another_process_and_loses_nothing(
+    db_path: Path, hold_database: Any, mode: str
+) -> None:
+    with Ledger(db_path) as ledger:  # creates the database so a read-only holder can open it
+        ledger.record_step(step("first", 0))
+    holder = hold_database(db_path, mode)
+    ledger = Ledger(db_path, batch_rows=100)
+    for i in range(250):
+        ledger.record_step(step(f"k{i}", i))
+        ledger.record_task(TaskRow.from_params(f"k{i}", {"url": f"https://x.test/{i}"}))
+    ledger.flush()
+    pending = spool_files(ledger.spool_dir)
+
+    started = time.monotonic()
+    result = ledger.sync(lock_timeout_seconds=0.3)
+    assert time.monotonic() - started < 3.0
+    assert result.locked and result.ingested_rows == 0 and result.pending_files == len(pending)
+    assert spool_files(ledger.spool_dir) == pending
+    close_result = ledger.close(lock_timeout_seconds=0.1)  # best effort: no exception either
+    assert close_result is not None and close_result.locked
+
+    release(holder)
+    result = ledger.sync()
+
+    assert (result.locked, result.ingested_rows, result.pending_files) == (False, 500, 0)
+    assert query(db_path, "SELECT count(*), count(DISTINCT key) FROM step_runs") == [(251, 251)]
+    assert query(db_path, "SELECT count(*) FROM tasks") == [(250,)]
+
+
+def test_connect_readonly_waits_for_a_writer(db_path: Path, hold_database: Any) -> None:
+    with Ledger(db_path) as ledger:
+        ledger.record_step(step("a", 0))
+    holder = hold_database(db_path, "rw")
+    with pytest.raises(LedgerLockedError):
+        connect_readonly(db_path, lock_timeout_seconds=0.2)
+    release(holder)
+    assert query(db_path, "SELECT count(*) FROM step_runs") == [(1,)]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    import time
+    from datetime import datetime
+    from pathlib import Path
+    from scrapeflow_dagster.engine.history import Ledger, StepRow, TaskRow
+
+    db_path, name, rows = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    spool = Path(sys.argv[4]) if len(sys.argv) > 4 else None
+    ledger = Ledger(db_path, spool_dir=spool, run_id=name, batch_rows=250)
+    go = db_path.parent / "go"
+    while not go.exists():  # start together, so that the syncs really collide
+        time.sleep(0.001)
+    locked = 0
+    for i in range(rows):
+        ledger.record_task(TaskRow.from_params(f"shared-{i % 50}", {"url": f"https://x.test/{i}"}))
+        ledger.record_step(StepRow(f"{name}-{i}", "scrape", "SUCCESS", ended_at=datetime.now()))
+        if i % 500 == 499:
+            ledger.flush()
+            locked += ledger.sync(lock_timeout_seconds=0.01).locked  # a lock is no failure
+    result = ledger.close(lock_timeout_seconds=60)
+    assert result is not None and not result.locked, result
+    print(locked)
+    """
+)
+
+
+@pytest.mark.parametrize("shared_spool", [True, False])
+def test_two_processes_write_at_once_and_every_row_lands_once(
+    db_path: Path, tmp_path: Path, shared_spool: bool
+) -> None:
+    rows = 10_000
+    procs = []
+    for name in ("p1", "p2"):
+        args = [sys.executable, "-c", WRITER, str(db_path), name, str(rows)]
+        if not shared_spool:
+            args.append(str(tmp_path / f"spool-{name}"))
+        procs.append(
+            subprocess.Popen(
+                args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
+    time.sleep(0.5)  # both interpreters up and waiting
+    (db_path.parent / "go").touch()
+    locked_syncs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        locked_syncs.append(int(out))
+    print("syncs that found the database locked:", locked_syncs)
+
+    counts = query(
+        db_path, "SELECT run_id, count(*), count(DISTINCT key) FROM step_runs GROUP BY 1"
+    )
+    assert sorted(counts) == [("p1", rows, rows), ("p2", rows, rows)]
+    assert query(db_path, "SELECT count(*) FROM tasks") == [(50,)]
+    ingested = query(db_path, "SELECT count(*) FROM ingested_spool_files")[0][0]
+    assert ingested == 2 * (2 * rows // 250)
+
+
+def test_crash_between_commit_and_delete_creates_no_duplicates(db_path: Path) -> None:
+    ledger = Ledger(db_path)
+    for i in range(10):
+        ledger.record_step(step(f"k{i}", i))
+    spool_file = ledger.flush()
+    assert spool_file is not None
+    saved = spool_file.read_bytes()
+    assert ledger.sync().ingested_rows == 10
+
+    spool_file.write_bytes(saved)  # as if the process died after COMMIT, before unlink
+    result = ledger.sync()
+
+    assert (result.ingested_rows, result.ingested_files, result.pending_files) == (0, 0, 0)
+    assert not spool_file.exists()
+    assert query(db_path, "SELECT count(*) FROM step_runs") == [(10,)]
+
+
+def test_unusable_spool_files_are_set_aside_and_the_rest_ingested(db_path: Path) -> None:
+    ledger = Ledger(db_path, batch_rows=1)  # one file per row: 150 files, several transactions
+    for i in range(150):
+        ledger.record_step(step(f"k{i}", i))
+    names = [p.name for p in spool_files(ledger.spool_dir)]
+    malformed = ledger.spool_dir / names[10].replace(".jsonl", "-x.jsonl")
+    malformed.write_bytes(b'{"kind": "s", "key": "x", "attempts": "not a number"}\n{"trunc')
+    no_key = ledger.spool_dir / names[100].replace(".jsonl", "-y.jsonl")
+    no_key.write_bytes(b'{"kind": "s", "executor": "scrape", "status": "SUCCESS"}\n')
+
+    result = sync_spool(db_path)
+
+    assert (result.ingested_rows, result.ingested_files, result.pending_files) == (150, 150, 0)
+    set_aside = (
+        malformed.with_name(malformed.name + ".bad"),
+        no_key.with_name(no_key.name + ".bad"),
+    )
+    assert result.bad_files == set_aside
+    assert all(path.exists() for path in set_aside)
+    assert query(db_path, "SELECT count(DISTINCT key) FROM step_runs") == [(150,)]
