@@ -16,26 +16,39 @@ from scrapeflow_dagster.engine.proxies import (
     ProxyProviderFromWebshare,
 )
 from scrapeflow_dagster.engine.retry.between_runs import RetryRules
-from scrapeflow_dagster.engine.settings import RetryPolicy, ScrapeSettings
+from scrapeflow_dagster.engine.settings import (
+    DEFAULT_MAX_PARALLELISM,
+    DEFAULT_PROXY_COOLDOWN_SECONDS,
+    DEFAULT_PROXY_ERROR_THRESHOLD,
+    DEFAULT_REFRESH_MAX_AGE_HOURS,
+    DEFAULT_TIMEOUT_SECONDS,
+    RetryPolicy,
+    ScrapeSettings,
+)
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
 
 ProxyKind = Literal["none", "list", "dict", "proxyscrape", "webshare", "iproyal"]
 
 
+# Every default below is the engine's own (one source: engine.settings and its dataclasses).
+_SETTINGS = ScrapeSettings()
+_POLICY = _SETTINGS.retry
+
+
 class ScrapeSettingsResource(dg.ConfigurableResource):
     """Concurrency, timeouts, retries, body cap and TLS verification of every executor run."""
 
-    max_parallelism: int = 100
-    executor_timeout_seconds: float = 30.0
-    request_timeout_seconds: float = 10.0
-    max_attempts: int = 4
-    max_proxy_attempts: int = 3
-    backoff_base_seconds: float = 0.5
-    backoff_max_seconds: float = 10.0
-    retry_after_max_seconds: float = 30.0
-    max_body_bytes: int = 20 * 1024 * 1024
-    verify_tls: bool = True
-    block_status_codes: list[int] = Field(default_factory=lambda: [403])
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    executor_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    request_timeout_seconds: float = _SETTINGS.request_timeout_seconds
+    max_attempts: int = _POLICY.max_attempts
+    max_proxy_attempts: int = _POLICY.max_proxy_attempts
+    backoff_base_seconds: float = _POLICY.backoff_base_seconds
+    backoff_max_seconds: float = _POLICY.backoff_max_seconds
+    retry_after_max_seconds: float = _POLICY.retry_after_max_seconds
+    max_body_bytes: int = _SETTINGS.max_body_bytes
+    verify_tls: bool = _SETTINGS.verify_tls
+    block_status_codes: list[int] = Field(default_factory=lambda: list(_POLICY.block_status_codes))
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe."""
@@ -80,7 +93,8 @@ class AutomationSettingsResource(dg.ConfigurableResource):
     retry_max_failed_runs: int = _RETRY_DEFAULTS.max_failed_runs  # failed runs in a row, then stop
     retry_backoff_seconds: int = int(_RETRY_DEFAULTS.backoff_base_seconds)  # doubles per failure
     retry_backoff_max_seconds: int = int(_RETRY_DEFAULTS.backoff_max_seconds)
-    refresh_max_age_hours: int = 168  # the schedule re-scrapes successes older than this
+    # The refresh schedule re-scrapes successes older than this.
+    refresh_max_age_hours: int = DEFAULT_REFRESH_MAX_AGE_HOURS
 
     def retry_rules(self) -> RetryRules:
         """The between-runs retry rules these fields describe."""
@@ -108,8 +122,8 @@ class ProxyProviderResource(dg.ConfigurableResource):
     iproyal_api_key: str | None = None  # dg.EnvVar("IPROYAL_API_KEY")
     order_id: str | None = None  # IPRoyal's order, dg.EnvVar("IPROYAL_ORDER_ID")
     base_url: str | None = None
-    error_threshold: float = 3.0
-    cooldown_seconds: float = 300.0
+    error_threshold: float = DEFAULT_PROXY_ERROR_THRESHOLD
+    cooldown_seconds: float = DEFAULT_PROXY_COOLDOWN_SECONDS
 
     def build(self) -> ProxyProvider | None:
         """A fresh provider (its health state lives for one run), or None for `kind="none"`.

@@ -17,11 +17,8 @@ from scrapeflow_dagster.engine.run.context import (
     executor_name,
     taskify,
 )
-from scrapeflow_dagster.engine.run.execute import (
-    DEFAULT_MAX_PARALLELISM,
-    DEFAULT_TIMEOUT_SECONDS,
-    execute_async,
-)
+from scrapeflow_dagster.engine.run.execute import execute_async
+from scrapeflow_dagster.engine.settings import DEFAULT_MAX_PARALLELISM, DEFAULT_TIMEOUT_SECONDS
 
 __all__ = [
     "DEFAULT_MAX_PARALLELISM",

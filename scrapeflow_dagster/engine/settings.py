@@ -2,6 +2,14 @@
 
 from dataclasses import dataclass, field
 
+# Defaults of a run and of the proxy pool: the one place each is written (resources and
+# `execute_async` read them from here).
+DEFAULT_MAX_PARALLELISM = 100  # tasks in flight at once
+DEFAULT_TIMEOUT_SECONDS = 30.0  # one executor for one task, retries included
+DEFAULT_PROXY_ERROR_THRESHOLD = 3.0  # error score at which a proxy is benched
+DEFAULT_PROXY_COOLDOWN_SECONDS = 300.0  # how long a benched proxy stays out
+DEFAULT_REFRESH_MAX_AGE_HOURS = 168  # the refresh schedule re-scrapes successes older than this
+
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:

@@ -14,6 +14,10 @@ from typing import TypedDict
 
 from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.redact import proxy_host
+from scrapeflow_dagster.engine.settings import (
+    DEFAULT_PROXY_COOLDOWN_SECONDS,
+    DEFAULT_PROXY_ERROR_THRESHOLD,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +80,8 @@ class ProxyPool:
     def __init__(
         self,
         *,
-        error_threshold: float = 3.0,
-        cooldown_seconds: float = 300.0,
+        error_threshold: float = DEFAULT_PROXY_ERROR_THRESHOLD,
+        cooldown_seconds: float = DEFAULT_PROXY_COOLDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Create an empty pool.

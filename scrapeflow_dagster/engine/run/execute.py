@@ -26,13 +26,14 @@ from scrapeflow_dagster.engine.run.context import (
 )
 from scrapeflow_dagster.engine.run.deadlines import StepDeadlines
 from scrapeflow_dagster.engine.run.runner import Runner
-from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.settings import (
+    DEFAULT_MAX_PARALLELISM,
+    DEFAULT_TIMEOUT_SECONDS,
+    ScrapeSettings,
+)
 from scrapeflow_dagster.engine.state.locks import TaskLocks
 from scrapeflow_dagster.engine.state.schema import Params
 from scrapeflow_dagster.engine.tasks.keys import validate_key
-
-DEFAULT_TIMEOUT_SECONDS = 30.0
-DEFAULT_MAX_PARALLELISM = 100
 
 
 def _forced_names(force: Iterable[str | Callable[..., Any]] | str | None) -> list[str]:
