@@ -1,5 +1,7 @@
 """Adding tasks: params are stored (status file, then DuckDB) before anyone schedules them."""
 
+import dataclasses
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -8,7 +10,7 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
 from scrapeflow_dagster.engine.state.files import load_status, write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.state.schema import new_status
+from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, new_status
 from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec
 
 
@@ -37,6 +39,11 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
         if isinstance(item, LineError):
             report.errors.append(item)
             continue
+        if item.legacy_key is not None and os.path.exists(
+            os.path.join(status_dir, item.legacy_key + STATUS_SUFFIX)
+        ):
+            # Stored before keys became readable: it keeps its key (stored keys never change).
+            item = dataclasses.replace(item, key=item.legacy_key, legacy_key=None)
         first = seen.get(item.key)
         if first is not None:
             if first.params != item.params:

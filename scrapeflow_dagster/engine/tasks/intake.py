@@ -15,7 +15,12 @@ import orjson
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
 from scrapeflow_dagster.engine.state.schema import Params
-from scrapeflow_dagster.engine.tasks.keys import request_key, validate_key, validate_url
+from scrapeflow_dagster.engine.tasks.keys import (
+    request_fingerprint,
+    request_key,
+    validate_key,
+    validate_url,
+)
 
 MAX_LINE_BYTES = 1024 * 1024  # longer lines are refused without being held in memory whole
 SUFFIXES = (".txt", ".csv", ".jsonl")
@@ -31,6 +36,9 @@ class TaskSpec:
     params: Params
     path: Path
     line: int
+    # For a key derived from the request: the key such a task had before keys became
+    # readable (the bare fingerprint). A task stored under it keeps it: stored keys never change.
+    legacy_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +100,13 @@ def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
                 raise InvalidTaskError(f"{name} must be an object")
         if "verify_tls" in params and isinstance(params["verify_tls"], str):
             params["verify_tls"] = params["verify_tls"].strip().lower() not in ("0", "false", "no")
-        key = fields.get("key") or request_key(
-            str(url),
-            method="POST" if params.get("post_payload") is not None else "GET",
-            body=params.get("post_payload"),
-        )
-        return TaskSpec(validate_key(key), params, path, line)
+        if fields.get("key"):
+            return TaskSpec(validate_key(fields["key"]), params, path, line)
+        method = "POST" if params.get("post_payload") is not None else "GET"
+        body = params.get("post_payload")
+        key = request_key(str(url), method=method, body=body)
+        legacy = request_fingerprint(str(url), method=method, body=body)
+        return TaskSpec(validate_key(key), params, path, line, legacy_key=legacy)
     except (InvalidTaskError, orjson.JSONDecodeError) as exc:
         return LineError(path, line, str(exc))
 

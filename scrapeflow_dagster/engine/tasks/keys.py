@@ -16,6 +16,14 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # `/` and `\` escape the folder; `..` covers `.`-traversal and Dagster's `...` range syntax;
 # `,` separates keys on the `dagster` command line.
 _FORBIDDEN = ("/", "\\", "..", ",")
+# Readable keys: host, the last path segments, then a short fingerprint (48 bits: a clash needs
+# ~16 million requests with the same host and slug).
+_SHORT_FINGERPRINT = 12
+_SLUG_SEGMENTS = 2
+_MAX_HOST_CHARS = 60
+_MAX_SLUG_CHARS = 60
+_SLUG_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+_DOTS = re.compile(r"\.{2,}")
 
 
 def validate_key(key: object) -> str:
@@ -64,15 +72,39 @@ def canonical_url(url: str) -> str:
     return str(parsed.with_query(query)) if query else str(parsed.with_query(None))
 
 
-def request_key(url: str, *, method: str = "GET", body: Mapping[str, Any] | None = None) -> str:
-    """A stable key for a request: hash of method, canonical URL and canonical JSON body.
+def request_fingerprint(
+    url: str, *, method: str = "GET", body: Mapping[str, Any] | None = None
+) -> str:
+    """The identity of a request: a hash of method, canonical URL and canonical JSON body.
 
-    The same request (however its query is ordered or its URL spelled) gets the same key, so
-    adding it twice never makes two tasks.
+    The same request (however its query is ordered or its URL spelled) gets the same
+    fingerprint. It was the whole default key before keys became readable, so tasks stored
+    then keep it as their key (`legacy` keys).
     """
     payload = orjson.dumps(body, option=orjson.OPT_SORT_KEYS) if body is not None else b""
     material = f"{method.upper()}\n{canonical_url(url)}\n".encode() + payload
     return hashlib.sha256(material).hexdigest()[:32]
+
+
+def request_key(url: str, *, method: str = "GET", body: Mapping[str, Any] | None = None) -> str:
+    """A readable, stable key for a request: `<host>-<path slug>-<short fingerprint>`, e.g.
+    `shop.example.com-products-shoes-3f9a1c2b7d`.
+
+    The host and slug make a partition readable in the Dagster UI; the fingerprint keeps the
+    key unique per request, so adding the same request twice never makes two tasks. Within
+    Dagster's and our key rules (no `..`, `/`, `,`; at most `MAX_KEY_LENGTH`).
+    """
+    parsed = validate_url(url)
+    fingerprint = request_fingerprint(url, method=method, body=body)[:_SHORT_FINGERPRINT]
+    host = _SLUG_UNSAFE.sub("-", (parsed.raw_host or "").lower()).strip("-.")  # punycode
+    host = _DOTS.sub(".", host)[:_MAX_HOST_CHARS].strip("-.")
+    segments = [s for s in parsed.path.split("/") if s][-_SLUG_SEGMENTS:]
+    slug = _SLUG_UNSAFE.sub("-", "-".join(segments).lower()).strip("-")[:_MAX_SLUG_CHARS]
+    slug = _DOTS.sub(".", slug).strip("-.")
+    prefix = "post-" if method.upper() == "POST" else ""
+    return "-".join(
+        p for p in (host, prefix + slug if slug else prefix.rstrip("-"), fingerprint) if p
+    )
 
 
 def url_to_key(url: str) -> str:
