@@ -1,25 +1,10 @@
-"""The code location: `dagster dev -w workspace.yaml` or `-m scrapeflow_dagster.definitions`."""
+"""The code location: `dagster dev -w workspace.yaml` or `-m scrapeflow_dagster.definitions`.
 
-import dagster as dg
+To add your own executors, build the definitions the same way with your list:
+`scrapeflow_definitions([scrape_asset, validation_asset, pages_asset, word_count_asset])`.
+"""
 
 from scrapeflow_dagster.defs.assets import executor_assets
-from scrapeflow_dagster.defs.resources import (
-    ScrapeSettingsResource,
-    StatusStoreResource,
-    automation_settings_from_env,
-    proxy_resource_from_env,
-)
-from scrapeflow_dagster.defs.schedules import refresh_schedule
-from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
+from scrapeflow_dagster.defs.factory import scrapeflow_definitions
 
-defs = dg.Definitions(
-    assets=executor_assets,
-    sensors=[inbox_sensor, retry_sensor],
-    schedules=[refresh_schedule],
-    resources={
-        "scrape_settings": ScrapeSettingsResource(),
-        "status_store": StatusStoreResource(),
-        "proxy_provider": proxy_resource_from_env(),
-        "automation_settings": automation_settings_from_env(),
-    },
-)
+defs = scrapeflow_definitions(executor_assets)

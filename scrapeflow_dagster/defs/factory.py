@@ -1,0 +1,52 @@
+"""`scrapeflow_definitions`: the whole code location from a list of executor assets, so the
+sensors, the schedule and the checks cover the executors you add."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.inbox_sensor import build_inbox_sensor
+from scrapeflow_dagster.defs.resources import (
+    ScrapeSettingsResource,
+    StatusStoreResource,
+    automation_settings_from_env,
+    proxy_resource_from_env,
+)
+from scrapeflow_dagster.defs.retry_sensor import build_retry_sensor
+from scrapeflow_dagster.defs.schedules import build_refresh_schedule
+
+
+def default_resources() -> dict[str, Any]:
+    """The resources every executor asset, sensor and schedule uses (env wired via EnvVar)."""
+    return {
+        "scrape_settings": ScrapeSettingsResource(),
+        "status_store": StatusStoreResource(),
+        "proxy_provider": proxy_resource_from_env(),
+        "automation_settings": automation_settings_from_env(),
+    }
+
+
+def scrapeflow_definitions(
+    executor_assets: Sequence[dg.AssetsDefinition],
+    *,
+    resources: Mapping[str, Any] | None = None,
+    assets: Sequence[dg.AssetsDefinition] = (),
+) -> dg.Definitions:
+    """Definitions for a chain of executor assets (built with `executor_asset`).
+
+    Args:
+        executor_assets: upstream first; the first one fetches (e.g. the shipped
+            `scrape_asset`), the others `requires` it. The inbox sensor runs the whole chain on
+            new tasks; the retry sensor covers every one of them; the refresh schedule re-runs
+            the first.
+        resources: replaces default resources by key (e.g. a `ScrapeSettingsResource` with
+            other limits).
+        assets: other assets of the code location (e.g. reports) that the sensors do not run.
+    """
+    return dg.Definitions(
+        assets=[*executor_assets, *assets],
+        sensors=[build_inbox_sensor(executor_assets), build_retry_sensor(executor_assets)],
+        schedules=[build_refresh_schedule(executor_assets)],
+        resources={**default_resources(), **(resources or {})},
+    )

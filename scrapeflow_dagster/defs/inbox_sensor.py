@@ -1,0 +1,111 @@
+"""The inbox sensor: task files dropped in `<data>/inbox/` become partitions and runs."""
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.automation import ExecutorChain, interval_seconds
+from scrapeflow_dagster.defs.partitions import (
+    TASKS_PARTITIONS_NAME,
+    add_task_partitions,
+    tasks_partitions_def,
+)
+from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.defs.run_requests import range_run_request, run_exists
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.retry.ranges import plan_ranges
+from scrapeflow_dagster.engine.tasks.inbox import (
+    Batch,
+    finish_batch,
+    pending_batches,
+    take_waiting_files,
+)
+
+MAX_FILES_PER_TICK = 20
+# Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); files are taken
+# whole, so no new file is started after this much of it.
+INBOX_TICK_BUDGET_SECONDS = 20.0
+
+
+def plan_first_runs(
+    instance: dg.DagsterInstance, root: dg.AssetKey, keys: Sequence[str]
+) -> list[tuple[str, str]]:
+    """Ranges over those of `keys` whose `root` step never ran (not materialised, failed or in
+    progress): a file dropped again asks for nothing new, and failures are the retry
+    sensor's."""
+    ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+    found = instance.get_status_by_partition(root, ordered, tasks_partitions_def) or {}
+    never_ran = [key for key in keys if found.get(key) is None]
+    materialized = {k for k, s in found.items() if s == dg.AssetPartitionStatus.MATERIALIZED}
+    return plan_ranges(ordered, never_ran, passable=materialized)
+
+
+def inbox_run_requests(chain: ExecutorChain, batch: Batch) -> list[dg.RunRequest]:
+    """The runs a batch asks for: every executor asset, in order, over each of its ranges.
+
+    The run keys depend only on the batch, so asking again after a killed tick never
+    launches a run twice (the daemon launches a run key once).
+    """
+    return [
+        range_run_request(
+            chain.keys,
+            first,
+            last,
+            reason="inbox",
+            fingerprint=f"{batch.digest}:{batch.accepted_at}",
+        )
+        for first, last in batch.ranges
+    ]
+
+
+def build_inbox_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.SensorDefinition:
+    """The inbox sensor over `executor_assets` (upstream first; the first one fetches)."""
+    chain = ExecutorChain.of(executor_assets)
+
+    @dg.sensor(
+        name="inbox_sensor",
+        minimum_interval_seconds=interval_seconds(30),
+        target=chain.keys,
+        description="Adds tasks from files dropped in <data>/inbox/ and materialises them.",
+    )
+    def inbox_sensor(
+        context: dg.SensorEvaluationContext, status_store: StatusStoreResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        """Take inbox files: store params, add partitions, then request runs of every executor
+        asset over the new keys.
+
+        A file leaves the inbox only after its keys are partitions and its runs are written
+        down in `inbox/accepted/`; those runs are requested on every tick until Dagster has
+        created them. Bad lines are logged and written next to the moved file as
+        `<file>.errors.txt`.
+        """
+        layout = status_store.layout()
+        instance = context.instance
+        with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+            for taken in take_waiting_files(
+                layout,
+                ledger=ledger,
+                add_partitions=lambda keys: add_task_partitions(instance, keys),
+                plan_first_runs=lambda keys: plan_first_runs(instance, chain.root, keys),
+                max_files=MAX_FILES_PER_TICK,
+                budget_seconds=INBOX_TICK_BUDGET_SECONDS,
+            ):
+                batch = taken.batch
+                for error in taken.errors[:20]:
+                    context.log.warning(error)
+                context.log.info(
+                    f"{batch.source}: {batch.tasks} tasks ({batch.new} new), {batch.refused} "
+                    f"refused, {len(batch.ranges)} runs; moved to done/{batch.stored_as}"
+                )
+        runs: list[dg.RunRequest] = []
+        for batch in pending_batches(layout):
+            requests = inbox_run_requests(chain, batch)
+            if all(run_exists(instance, r.run_key or "") for r in requests):
+                finish_batch(layout, batch)
+            else:
+                runs.extend(requests)
+        if not runs:
+            return dg.SkipReason(f"no task files in {layout.inbox_dir}")
+        return dg.SensorResult(run_requests=runs)
+
+    return inbox_sensor

@@ -1,0 +1,135 @@
+"""The retry sensor: failed partitions due again, downstream steps whose upstream succeeded,
+re-fetches after block pages, grouped into few range runs."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.automation import MAX_RUNS_PER_TICK, ExecutorChain, interval_seconds
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
+from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
+from scrapeflow_dagster.defs.run_requests import range_run_request
+from scrapeflow_dagster.engine.errors import StatusFileError
+from scrapeflow_dagster.engine.retry.between_runs import Decision, RetryRules, decide
+from scrapeflow_dagster.engine.retry.ranges import plan_ranges
+from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.schema import failures, utc_now
+
+
+def plan_catch_up(
+    instance: dg.DagsterInstance,
+    status_dir: Path,
+    asset: dg.AssetsDefinition,
+    requires: list[dg.AssetKey],
+    rules: RetryRules,
+) -> "CatchUpPlan":
+    """What to run for `asset`: failed partitions due for a retry, partitions whose upstream
+    steps are materialised while this one is missing, and tasks whose block page calls for a
+    forced re-fetch by the root (fetching) asset."""
+    ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+    # None (not an empty mapping) for an asset that never ran or was never planned.
+    statuses = instance.get_status_by_partition(asset.key, ordered, tasks_partitions_def) or {}
+    upstream = [
+        instance.get_status_by_partition(key, ordered, tasks_partitions_def) or {}
+        for key in requires
+    ]
+    now = utc_now()
+    name = asset.key.to_user_string()
+    upstream_names = [k.to_user_string() for k in requires]
+    due: list[str] = []
+    refetch: list[str] = []
+    passable: set[str] = set()
+    fingerprint: list[str] = []
+    for key in ordered:
+        state = statuses.get(key)
+        ready = all(u.get(key) == dg.AssetPartitionStatus.MATERIALIZED for u in upstream)
+        if state == dg.AssetPartitionStatus.MATERIALIZED:
+            passable.add(key)
+        elif state == dg.AssetPartitionStatus.FAILED and ready:
+            # Not ready: Dagster also marks FAILED the tasks a failed run skipped for a missing
+            # upstream; they are due once their upstream succeeds, not before.
+            try:
+                status = load_status(status_dir, key)
+                decision = decide(status, name, rules, now, requires=upstream_names)
+            except StatusFileError:
+                status, decision = None, Decision.GIVE_UP
+            if decision == Decision.DUE:
+                due.append(key)
+                # The failure count makes each retry a new run key (the daemon launches a
+                # run key once).
+                fingerprint.append(f"{key}:f{failures(status or {}, name)}")
+            elif decision == Decision.REFETCH:
+                refetch.append(key)
+        elif state is None and requires and ready:
+            due.append(key)
+            fingerprint.append(f"{key}:m")
+    if due:
+        passable.update(due)
+    return CatchUpPlan(
+        ranges=plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK],
+        fingerprint="|".join(fingerprint),
+        # Forced runs re-fetch every key of their range: no gaps swept in.
+        refetch_ranges=plan_ranges(ordered, refetch, passable=set(), max_gap=0)[:MAX_RUNS_PER_TICK],
+        refetch_fingerprint="|".join(refetch),
+    )
+
+
+@dataclass(frozen=True)
+class CatchUpPlan:
+    """Range runs of one asset, plus forced `scrape` runs for tasks that need a new fetch."""
+
+    ranges: list[tuple[str, str]]
+    fingerprint: str
+    refetch_ranges: list[tuple[str, str]]
+    refetch_fingerprint: str
+
+
+def build_retry_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.SensorDefinition:
+    """The retry sensor over `executor_assets` (upstream first; the first one fetches)."""
+    chain = ExecutorChain.of(executor_assets)
+    root_name = chain.root.to_user_string()
+
+    @dg.sensor(
+        name="retry_sensor",
+        minimum_interval_seconds=interval_seconds(60),
+        target=chain.keys,
+        description="Re-runs failed partitions (attempt cap, backoff) and pending later steps.",
+    )
+    def retry_sensor(
+        context: dg.SensorEvaluationContext,
+        status_store: StatusStoreResource,
+        automation_settings: AutomationSettingsResource,
+    ) -> dg.SensorResult | dg.SkipReason:
+        """For each executor asset: failed tasks due for a retry plus tasks whose upstream
+        steps succeeded, grouped into few range runs; permanent failures and capped tasks are
+        left alone."""
+        layout = status_store.layout()
+        rules = automation_settings.retry_rules()
+        runs: list[dg.RunRequest] = []
+        for asset in chain.assets:
+            requires = chain.requires(asset)
+            plan = plan_catch_up(context.instance, layout.status_dir, asset, requires, rules)
+            runs.extend(
+                range_run_request(
+                    asset.key, first, last, reason="retry", fingerprint=plan.fingerprint
+                )
+                for first, last in plan.ranges
+            )
+            runs.extend(
+                range_run_request(
+                    chain.root,
+                    first,
+                    last,
+                    reason=f"refetch-{asset.key.to_user_string()}",
+                    fingerprint=plan.refetch_fingerprint,
+                    run_config={"ops": {root_name: {"config": {"force": True}}}},
+                )
+                for first, last in plan.refetch_ranges
+            )
+        if not runs:
+            return dg.SkipReason("no failed or pending partitions are due")
+        return dg.SensorResult(run_requests=runs)
+
+    return retry_sensor
