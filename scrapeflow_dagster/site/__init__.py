@@ -4,5 +4,6 @@
 `server.SiteThread` (sync) and `server.run_site_forever` (CLI) serve it on 127.0.0.1.
 The routes live by concern: `pages` (pages, links, sitemap), `faults` (stateless faults),
 `mixed` (seeded faults on pages), `named_faults` (`/flaky` and `/timed`), `client_routes`
-(redirects, echo, cookies, big bodies); `seeded` is the hash they share.
+(redirects, echo, cookies, big bodies), `charsets` (pages in legacy charsets), `bot_checks`
+(block pages and pages with captcha widgets); `seeded` is the hash they share.
 """

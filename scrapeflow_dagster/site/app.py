@@ -30,12 +30,22 @@ Routes (and the module that serves them):
         silently reconnects once on a dropped connection. `?sticky=1` makes the fault permanent.
         `server_error` answers 503, `too_many` 429 with Retry-After, `slow` sleeps
         `slow_seconds` first, `truncated` cuts the page body, `captcha` serves the block page.
+    `/charset/{name}?declared=header` (`charsets`): a page in charset `name` (`windows-1251`,
+        `koi8-r` and `utf-8` in Cyrillic, `iso-8859-1` in accented French) whose charset is named
+        in the Content-Type header (`header`, the default), a `<meta charset>` (`meta`), a
+        `<meta http-equiv="Content-Type">` (`http-equiv`) or nowhere (`none`); 404 for others.
+    `/widget-captcha?widget=recaptcha` (`bot_checks`): a normal contact page that loads a captcha
+        widget's script and has its div: `recaptcha` (the default, `g-recaptcha`), `hcaptcha`
+        (`h-captcha`) or `turnstile` (`cf-turnstile`); a validator must let it through.
+    `/blocked/{kind}` (`bot_checks`): 200 block pages as real anti-bot services serve them:
+        `access-denied` (Akamai), `unusual-traffic` (Google's, with a reCAPTCHA widget),
+        `verify-human` (Cloudflare's challenge) and `cloudflare-blocked`.
     `POST /control/reset`: forgets all flaky, timed and mixed state.
 """
 
 from aiohttp import web
 
-from scrapeflow_dagster.site import client_routes, faults
+from scrapeflow_dagster.site import bot_checks, charsets, client_routes, faults
 from scrapeflow_dagster.site.faults import CAPTCHA_HTML, SERVER_ERROR_STATUS, PageFaults
 from scrapeflow_dagster.site.mixed import (
     FAULT_KINDS,
@@ -111,6 +121,9 @@ def build_site(
             web.get("/reset", faults.reset),
             web.get("/truncated", page_faults.truncated),
             web.get("/captcha", faults.captcha),
+            web.get("/charset/{name}", charsets.charset_page),
+            web.get("/widget-captcha", bot_checks.widget_captcha),
+            web.get("/blocked/{kind}", bot_checks.blocked),
             web.get(r"/redirect/{n:\d+}", client_routes.redirect),
             web.get("/redirect-loop", client_routes.redirect_loop),
             web.get(r"/big/{nbytes:\d+}", client_routes.big),

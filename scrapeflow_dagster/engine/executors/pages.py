@@ -1,5 +1,17 @@
-"""The `pages` executor: parse the stored HTML into title, links and text size."""
+"""The `pages` executor: decode the stored HTML, then parse it into title, links and text size.
 
+The charset is found the way browsers and Scrapy (w3lib) find it: a byte order mark, else the
+`charset` of the response's Content-Type header, else a `<meta>` declaration near the top, else
+detection (`charset-normalizer`). Labels are read as the WHATWG Encoding Standard reads them:
+`iso-8859-1`, `latin1` and `ascii` mean windows-1252, a superset for printable text.
+"""
+
+import codecs
+import re
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from yarl import URL
 
@@ -8,11 +20,133 @@ from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taski
 from scrapeflow_dagster.engine.state.schema import StatusData
 
 MAX_LINKS_KEPT = 100
+TEXT_START_CHARS = 200
+# w3lib's window: HTML5 asks for 1024 bytes, but long heads put their meta later than that.
+META_SCAN_BYTES = 4096
+# Enough text to tell a charset apart; keeps detection cheap on large pages.
+DETECT_BYTES = 64 * 1024
+
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^\s"';,]+)""", re.IGNORECASE)
+# <meta charset="x"> and <meta http-equiv="Content-Type" content="text/html; charset=x">.
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?\bcharset\s*=\s*["']?\s*([\w.:+-]+)""", re.IGNORECASE)
+# WHATWG decodes these labels as windows-1252, and pages labelled so often hold its quotes.
+_WHATWG_SUPERSETS = {"ascii": "cp1252", "iso8859-1": "cp1252"}
+_FALLBACK_CODEC = "cp1252"
 
 
-def parse_html(body: bytes, base_url: str) -> ExecutorOutput:
-    """Title, absolute links (deduplicated, first `MAX_LINKS_KEPT`) and text size of a page."""
-    tree = HTMLParser(body)
+class DecodedPage(NamedTuple):
+    """A page's text, the charset it was decoded with and where that charset came from."""
+
+    text: str
+    charset: str  # as the web names it: "windows-1251", "utf-8", "koi8-r"
+    source: str  # "bom", "header", "meta", "detected" or "default"
+
+
+def decode_html(body: bytes, *, content_type: str | None = None) -> DecodedPage:
+    """Decode an HTML body with its declared charset, or a detected one when none is usable.
+
+    Args:
+        body: the page as fetched.
+        content_type: the response's Content-Type header, if any.
+
+    Returns:
+        The text (undecodable bytes become U+FFFD), the charset and its source.
+    """
+    for bom, bom_codec in _BOMS:
+        if body.startswith(bom):
+            text = body[len(bom) :].decode(bom_codec, "replace")
+            return DecodedPage(text, _web_name(bom_codec), "bom")
+    header_match = _HEADER_CHARSET.search(content_type or "")
+    codec = _codec(header_match.group(1) if header_match else None)
+    source = "header"
+    if codec is None:
+        meta_match = _META_CHARSET.search(body[:META_SCAN_BYTES])
+        codec = _codec(meta_match.group(1).decode("ascii") if meta_match else None)
+        source = "meta"
+    if codec is None:
+        detected = _detect(body)
+        codec, source = (detected, "detected") if detected else (_FALLBACK_CODEC, "default")
+    return DecodedPage(body.decode(codec, "replace"), _web_name(codec), source)
+
+
+def _codec(label: str | None) -> str | None:
+    """Python's codec for a charset label; None for an unknown or non-text one, and for one that
+    does not read ASCII as ASCII (HTML markup must, so such a declaration is wrong; UTF-16 is
+    found by its byte order mark)."""
+    if not label:
+        return None
+    try:
+        name = codecs.lookup(label).name
+        if b"<html>".decode(name) != "<html>":
+            return None
+    except (LookupError, UnicodeError):
+        return None
+    return _WHATWG_SUPERSETS.get(name, name)
+
+
+def _detect(body: bytes) -> str | None:
+    """The codec of an undeclared body: UTF-8 when it decodes as such, else windows-1252 when the
+    detector finds it fits (as Scrapy and browsers default to it), else the detector's guess.
+
+    Taking windows-1252 first matters: charset-normalizer alone reads short French, Italian or
+    Portuguese text as cp1257 or cp1258 and garbles it. Cyrillic, Greek, CJK, Polish or Czech
+    text does not fit windows-1252 and keeps the detector's answer; the price is undeclared
+    Hungarian, Lithuanian or Estonian, whose letters also fit it and are then misread.
+    """
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return "utf-8"
+    sample = body[:DETECT_BYTES]
+    cut = sample.rfind(b"<")
+    if len(body) > DETECT_BYTES and cut > 0:
+        # A '<' never falls inside a multi-byte character of the ASCII-compatible encodings
+        # (their trailing bytes are 0x40 or above), so the sample ends on a whole character.
+        sample = sample[:cut]
+    matches = from_bytes(sample)
+    if any(match.encoding == "cp1252" for match in matches):
+        return "cp1252"
+    best = matches.best()
+    return _codec(best.encoding) if best is not None else None
+
+
+def _web_name(codec: str) -> str:
+    """The name the web uses for one of Python's codecs: `cp1251` -> `windows-1251`."""
+    if codec.startswith("cp125"):
+        return "windows-" + codec.removeprefix("cp")
+    return codec.replace("iso8859-", "iso-8859-")
+
+
+def content_type_of(headers: Mapping[str, str] | None) -> str | None:
+    """The Content-Type among response headers whose names may be in any case."""
+    for name, value in (headers or {}).items():
+        if name.lower() == "content-type":
+            return value
+    return None
+
+
+def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -> ExecutorOutput:
+    """Title, absolute links (deduplicated, first `MAX_LINKS_KEPT`), text size and start of a page.
+
+    Args:
+        body: the page as fetched.
+        base_url: the URL relative links are resolved against.
+        content_type: the response's Content-Type header, for its charset.
+
+    Returns:
+        `title`, `link_count`, `links`, `text_bytes` (UTF-8 size of the body's text),
+        `text_start` (its first `TEXT_START_CHARS` characters, spaces collapsed), `charset`
+        and `charset_source` (see `DecodedPage`).
+    """
+    page = decode_html(body, content_type=content_type)
+    tree = HTMLParser(page.text)
     title_node = tree.css_first("title")
     base = URL(base_url)
     links: dict[str, None] = {}
@@ -30,12 +164,16 @@ def parse_html(body: bytes, base_url: str) -> ExecutorOutput:
         "link_count": len(links),
         "links": list(links)[:MAX_LINKS_KEPT],
         "text_bytes": len(text.encode()),
+        "text_start": " ".join(text.split())[:TEXT_START_CHARS],
+        "charset": page.charset,
+        "charset_source": page.source,
     }
 
 
 @taskify
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
-    """Parse the stored page: title, links and text size."""
+    """Decode and parse the stored page: title, links, text size and the charset used."""
     scraped = status.get("scrape") or {}
     base_url = scraped.get("final_url") or status["params"]["url"]
-    return parse_html(read_body(context, key), base_url)
+    content_type = content_type_of(scraped.get("response_headers"))
+    return parse_html(read_body(context, key), base_url, content_type=content_type)
