@@ -462,7 +462,7 @@ async def test_validation_without_a_stored_body_is_a_recorded_error(
 
 
 @pytest.mark.parametrize(
-    "body", [b"", b"<html>tiny</html>", b"<html>" + b"x" * 100 + b"unusual traffic</html>"]
+    "body", [b"", b"<html>tiny</html>", b"<html>" + b"x" * 100 + b" unusual traffic</html>"]
 )
 def test_check_page_rejects_tiny_and_block_pages(body: bytes) -> None:
     with pytest.raises(BlockedError):
