@@ -9,21 +9,16 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
-from scrapeflow_dagster.defs.resources import (
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-    StatusStoreResource,
-)
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster_tests.defs.helpers import (
-    SITE_PAGE_BYTES,
-    SITE_PAGES,
-    TaskRows,
-    range_tags,
-    store_tasks,
-)
+from scrapeflow_dagster_tests.support.partitions import range_tags
+from scrapeflow_dagster_tests.support.processes import init_dagster_home
+from scrapeflow_dagster_tests.support.runs import run_assets, run_resources
+from scrapeflow_dagster_tests.support.tasks import TaskRows, store_and_add
+
+SITE_PAGES = 200
+SITE_PAGE_BYTES = 2000
 
 # Dagster marks a few APIs used here as beta/preview; the warnings say nothing about us.
 # Filtered at import (collection, when the definitions load) and for every test.
@@ -62,16 +57,13 @@ def instance() -> Iterator[dg.DagsterInstance]:
 @pytest.fixture
 def resources(layout: DataLayout) -> dict[str, Any]:
     """The executor assets' resources: fast retries, the temp data folder, no proxies."""
-    return {
-        "scrape_settings": ScrapeSettingsResource(
-            max_attempts=2,
-            backoff_base_seconds=0.01,
-            backoff_max_seconds=0.05,
-            request_timeout_seconds=5.0,
-        ),
-        "status_store": StatusStoreResource(data_dir=str(layout.root)),
-        "proxy_provider": ProxyProviderResource(),
-    }
+    return run_resources(
+        layout.root,
+        max_attempts=2,
+        backoff_base_seconds=0.01,
+        backoff_max_seconds=0.05,
+        request_timeout_seconds=5.0,
+    )
 
 
 @pytest.fixture
@@ -81,8 +73,7 @@ def add_task_rows(
     """`add(rows)`: store `(key, url)` tasks and add them as `tasks` partitions, in order."""
 
     def add(rows: TaskRows) -> list[str]:
-        keys = store_tasks(layout, rows)
-        add_task_partitions(instance, keys)
+        keys = store_and_add(layout, instance, rows)
         assert instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)[-len(keys) :] == keys
         return keys
 
@@ -105,21 +96,11 @@ def materialize_range(instance: dg.DagsterInstance, resources: dict[str, Any]) -
         run_config: Mapping[str, Any] | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> dg.ExecuteInProcessResult:
-        # Imported here, after pytest_configure: the asset decorators warn about beta params.
-        from scrapeflow_dagster.defs.assets import executor_assets
-
         run_tags = dict(tags or {})
         if first is not None and last is not None:
             run_tags.update(range_tags(first, last))
-        return dg.materialize(
-            executor_assets,
-            selection=[asset] if isinstance(asset, str) else asset,
-            instance=instance,
-            tags=run_tags,
-            run_config=dict(run_config or {}),
-            resources=resources,
-            raise_on_error=False,
-        )
+        selection = [asset] if isinstance(asset, str) else asset
+        return run_assets(instance, resources, selection, run_tags, run_config)
 
     return run
 
@@ -127,8 +108,6 @@ def materialize_range(instance: dg.DagsterInstance, resources: dict[str, Any]) -
 @pytest.fixture
 def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temp `DAGSTER_HOME` (SQLite storage, telemetry off), set for this process too."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    home = init_dagster_home(tmp_path / "dagster_home")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return home

@@ -4,14 +4,15 @@ partition status, the status files and DuckDB, skips and forced re-runs."""
 from collections.abc import Callable
 
 import dagster as dg
-import duckdb
 import pytest
 
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
-from scrapeflow_dagster_tests.defs.helpers import Status, TaskRows, keys_with, statuses
+from scrapeflow_dagster_tests.support.ledger import query
+from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
+from scrapeflow_dagster_tests.support.tasks import TaskRows
 
 FORCE = {"ops": {"scrape": {"config": {"force": True}}}}
 
@@ -65,27 +66,18 @@ def materialized_partitions(result: dg.ExecuteInProcessResult, asset: str) -> di
 
 def step_rows(layout: DataLayout, executor: str) -> dict[str, tuple]:
     """key -> (status, error_class, error_kind, http_status, attempts) of the latest step."""
-    conn = duckdb.connect(str(layout.db_path), read_only=True)
-    try:
-        rows = conn.execute(
-            "SELECT key, status, error_class, error_kind, http_status, attempts "
-            "FROM current_state WHERE executor = ?",
-            [executor],
-        ).fetchall()
-    finally:
-        conn.close()
+    rows = query(
+        layout.db_path,
+        "SELECT key, status, error_class, error_kind, http_status, attempts "
+        "FROM current_state WHERE executor = ?",
+        [executor],
+    )
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
 def step_run_counts(layout: DataLayout, executor: str) -> dict[str, int]:
-    conn = duckdb.connect(str(layout.db_path), read_only=True)
-    try:
-        rows = conn.execute(
-            "SELECT key, count(*) FROM step_runs WHERE executor = ? GROUP BY key", [executor]
-        ).fetchall()
-    finally:
-        conn.close()
-    return dict(rows)
+    sql = "SELECT key, count(*) FROM step_runs WHERE executor = ? GROUP BY key"
+    return dict(query(layout.db_path, sql, [executor]))
 
 
 def last_runs(layout: DataLayout, keys: set[str], executor: str = "scrape") -> dict[str, str]:
@@ -107,7 +99,7 @@ def test_scrape_range_fails_exactly_the_failed_tasks(
     assert failure is not None
     assert "10 of 62 tasks failed" in str(failure.user_failure_data.description)
 
-    found = statuses(instance, "scrape", tasks.keys)
+    found = partition_statuses(instance, "scrape", tasks.keys)
     assert keys_with(found, Status.FAILED) == tasks.scrape_failed
     assert keys_with(found, Status.MATERIALIZED) == tasks.good | tasks.captcha
 
@@ -152,9 +144,9 @@ def test_range_where_every_task_succeeds_materialises_each_partition(
 
     assert result.success
     keys = tasks.keys[: tasks.keys.index(last) + 1]
-    assert statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
+    assert partition_statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
     rest = tasks.keys[len(keys) :]
-    assert statuses(instance, "scrape", rest) == dict.fromkeys(rest)
+    assert partition_statuses(instance, "scrape", rest) == dict.fromkeys(rest)
     assert [c.passed for c in result.get_asset_check_evaluations()] == [True]
 
 
@@ -166,10 +158,10 @@ def test_validation_fails_captcha_pages_and_keeps_their_scrape(
     result = materialize_range("validation", tasks.keys[0], tasks.keys[-1])
 
     assert not result.success
-    found = statuses(instance, "validation", tasks.keys)
+    found = partition_statuses(instance, "validation", tasks.keys)
     assert keys_with(found, Status.MATERIALIZED) == tasks.good
     assert tasks.captcha <= keys_with(found, Status.FAILED)
-    assert statuses(instance, "scrape", sorted(tasks.captcha)) == dict.fromkeys(
+    assert partition_statuses(instance, "scrape", sorted(tasks.captcha)) == dict.fromkeys(
         sorted(tasks.captcha), Status.MATERIALIZED
     )
 
@@ -196,7 +188,7 @@ def test_validation_leaves_tasks_without_scrape_missing(
     result = materialize_range("validation", keys[0], last)
 
     assert result.success
-    found = statuses(instance, "validation", keys)
+    found = partition_statuses(instance, "validation", keys)
     not_ready = tasks.scrape_failed & set(keys)
     assert not_ready, "the range should hold tasks whose scrape failed"
     assert keys_with(found, None) == not_ready
@@ -218,7 +210,7 @@ def test_validation_run_with_failures_leaves_tasks_without_scrape_missing(
     result = materialize_range("validation", tasks.keys[0], tasks.keys[-1])
 
     assert not result.success  # the captcha tasks fail validation
-    found = statuses(instance, "validation", tasks.keys)
+    found = partition_statuses(instance, "validation", tasks.keys)
     assert keys_with(found, Status.FAILED) == tasks.captcha
     assert keys_with(found, None) == tasks.scrape_failed
 
@@ -240,7 +232,7 @@ def test_rerun_skips_succeeded_tasks_unless_forced(
     events = materialized_partitions(again, "scrape")
     assert set(events) == succeeded
     assert all(meta.get("skipped") is True for meta in events.values())
-    found = statuses(instance, "scrape", tasks.keys)
+    found = partition_statuses(instance, "scrape", tasks.keys)
     assert keys_with(found, Status.FAILED) == tasks.scrape_failed
     assert keys_with(found, Status.MATERIALIZED) == succeeded
     counts = step_run_counts(layout, "scrape")
@@ -255,5 +247,5 @@ def test_rerun_skips_succeeded_tasks_unless_forced(
         meta.get("skipped") for meta in materialized_partitions(forced, "scrape").values()
     )
     assert {step_run_counts(layout, "scrape")[k] for k in succeeded} == {2}
-    found = statuses(instance, "scrape", tasks.keys)
+    found = partition_statuses(instance, "scrape", tasks.keys)
     assert keys_with(found, Status.MATERIALIZED) == succeeded

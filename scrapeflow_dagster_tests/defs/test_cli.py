@@ -14,7 +14,9 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster_tests.defs.helpers import BIN_DIR, Status, process_env, statuses
+from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
+from scrapeflow_dagster_tests.support.paths import BIN_DIR
+from scrapeflow_dagster_tests.support.processes import process_env
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -118,13 +120,13 @@ def test_dagster_materialize_over_a_range_and_one_partition(
     ranged = materialize_cli(run_command, "--partition-range", "cli-00...cli-14")
 
     assert ranged.returncode == 0, ranged.stdout[-3000:] + ranged.stderr[-3000:]
-    found = statuses(cli_instance(), "scrape", keys)
+    found = partition_statuses(cli_instance(), "scrape", keys)
     assert found == {k: Status.MATERIALIZED if k <= "cli-14" else None for k in keys}
 
     single = materialize_cli(run_command, "--partition", "cli-19")
 
     assert single.returncode == 0, single.stdout[-3000:] + single.stderr[-3000:]
-    assert statuses(cli_instance(), "scrape", ["cli-18", "cli-19"]) == {
+    assert partition_statuses(cli_instance(), "scrape", ["cli-18", "cli-19"]) == {
         "cli-18": None,
         "cli-19": Status.MATERIALIZED,
     }
@@ -161,7 +163,7 @@ def test_dagster_materialize_exits_non_zero_when_a_task_fails(
 
     assert done.returncode != 0
     assert "1 of 2 tasks failed" in done.stdout + done.stderr
-    assert statuses(cli_instance(), "scrape", ["ok-1", "gone-1"]) == {
+    assert partition_statuses(cli_instance(), "scrape", ["ok-1", "gone-1"]) == {
         "ok-1": Status.MATERIALIZED,
         "gone-1": Status.FAILED,
     }

@@ -1,11 +1,8 @@
 """The sensors in the real daemon: `dagster sensor start` and `dagster-daemon run -w
 workspace.yaml` on a temp home, task files moved into the inbox, nothing done by hand."""
 
-import os
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,14 +15,15 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.inbox import accepted_dir, done_dir
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster_tests.defs.helpers import (
-    BIN_DIR,
-    REPO_ROOT,
-    Status,
+from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.processes import (
+    kill_group,
     process_env,
-    statuses,
-    store_tasks,
+    stop_group,
+    wait_until,
 )
+from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 ASSETS = ("scrape", "validation", "pages")
 WORKSPACE = str(REPO_ROOT / "workspace.yaml")
@@ -73,21 +71,22 @@ class Daemon:
     def kill(self) -> None:
         """SIGKILL the daemon and everything it started, at once."""
         assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
+        kill_group(self.process)
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        if self.process is not None:
+            stop_group(self.process)
 
-    def assert_alive(self) -> None:
-        assert self.process is not None and self.process.poll() is None, (
-            f"dagster-daemon exited:\n{self.log_tail()}"
+    def wait_until(self, done: Callable[[], bool], what: str, *, poll_seconds: float = 2.0) -> None:
+        """Wait for `done` while the daemon runs (started), at most SETTLE_TIMEOUT_SECONDS."""
+        assert self.process is not None
+        wait_until(
+            done,
+            what=what,
+            timeout_seconds=SETTLE_TIMEOUT_SECONDS,
+            poll_seconds=poll_seconds,
+            process=self.process,
+            log_tail=self.log_tail,
         )
 
     def log_tail(self) -> str:
@@ -121,14 +120,6 @@ def sensor_ticks(instance: dg.DagsterInstance, name: str) -> list[str]:
     return [f"{t.status.value}: {t.error.message if t.error else ''}" for t in ticks]
 
 
-def wait_until(daemon: Daemon, done: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
-    while not done():
-        daemon.assert_alive()
-        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{daemon.log_tail()}"
-        time.sleep(2.0)
-
-
 @pytest.mark.slow  # 2-4 minutes: the fault lasts a minute and the retry backoff doubles
 def test_sensors_in_the_daemon_materialise_every_task_including_retried_failures(
     site_thread: SiteThread, layout: DataLayout, daemon: Daemon, tmp_path: Path
@@ -153,13 +144,14 @@ def test_sensors_in_the_daemon_materialise_every_task_including_retried_failures
             if instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME) != keys:
                 return False
             return all(
-                statuses(instance, asset, settled) == dict.fromkeys(settled, Status.MATERIALIZED)
+                partition_statuses(instance, asset, settled)
+                == dict.fromkeys(settled, Status.MATERIALIZED)
                 for asset in ASSETS
             )
 
-        wait_until(daemon, everything_materialised, "every task to be materialised")
+        daemon.wait_until(everything_materialised, "every task to be materialised")
 
-        assert statuses(instance, "scrape", [gone]) == {gone: Status.FAILED}
+        assert partition_statuses(instance, "scrape", [gone]) == {gone: Status.FAILED}
         inbox_ticks = sensor_ticks(instance, "inbox_sensor")
         retry_ticks = sensor_ticks(instance, "retry_sensor")
         retries = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "retry"}))
@@ -193,11 +185,10 @@ def test_killing_the_daemon_in_the_middle_of_an_inbox_tick_loses_no_file_and_no_
 
     # Kill the daemon (and its code server, where the tick runs) once the tick has begun to
     # store tasks, long before it can have finished with the file.
-    deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
-    while not any(layout.status_dir.glob("kill-*.status.json")):
-        daemon.assert_alive()
-        assert time.monotonic() < deadline, daemon.log_tail()
-        time.sleep(0.002)
+    def storing() -> bool:
+        return any(layout.status_dir.glob("kill-*.status.json"))
+
+    daemon.wait_until(storing, "the tick to store tasks", poll_seconds=0.002)
     daemon.kill()
 
     stored = len(list(layout.status_dir.glob("kill-*.status.json")))
@@ -211,10 +202,10 @@ def test_killing_the_daemon_in_the_middle_of_an_inbox_tick_loses_no_file_and_no_
     with dg.DagsterInstance.get() as instance:
 
         def scraped() -> bool:
-            found = statuses(instance, "scrape", keys)
+            found = partition_statuses(instance, "scrape", keys)
             return found == dict.fromkeys(keys, Status.MATERIALIZED)
 
-        wait_until(daemon, scraped, "every task to be scraped")
+        daemon.wait_until(scraped, "every task to be scraped")
         partitions = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "inbox"}))
     assert partitions == keys, "a partition is missing, duplicated or out of order"
@@ -247,8 +238,10 @@ def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
             runs = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "refresh"}))
             return any(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
 
-        wait_until(daemon, refreshed, "a successful refresh run")
-        assert statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
+        daemon.wait_until(refreshed, "a successful refresh run")
+        assert partition_statuses(instance, "scrape", keys) == dict.fromkeys(
+            keys, Status.MATERIALIZED
+        )
     for key in keys:
         status = load_status(layout.status_dir, key)
         assert status is not None and status["scrape_last_run"] > before[key]

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from scrapeflow_dagster.definitions import defs
-from scrapeflow_dagster_tests.defs.helpers import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
 
 ENGINE_DIR = REPO_ROOT / "scrapeflow_dagster" / "engine"
 

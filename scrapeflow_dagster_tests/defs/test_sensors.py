@@ -11,7 +11,6 @@ import orjson
 import pytest
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.resources import StatusStoreResource, automation_settings_from_env
 from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -19,7 +18,10 @@ from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.inbox import done_dir, pending_batches
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
-from scrapeflow_dagster_tests.defs.helpers import Status, TaskRows, post, statuses
+from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
+from scrapeflow_dagster_tests.support.sensors import sensor_context
+from scrapeflow_dagster_tests.support.sites import post
+from scrapeflow_dagster_tests.support.tasks import TaskRows
 
 MISSING = "missing-x"
 FLAKY = "flaky-x"
@@ -30,15 +32,7 @@ GOOD = [f"good-{n}" for n in range(7)]
 def evaluate(
     sensor: dg.SensorDefinition, instance: dg.DagsterInstance, layout: DataLayout
 ) -> dg.SensorResult | dg.SkipReason:
-    context = dg.build_sensor_context(
-        instance=instance,
-        resources={
-            "status_store": StatusStoreResource(data_dir=str(layout.root)),
-            # Wired as definitions wire it: fields set by SCRAPEFLOW_* variables via dg.EnvVar.
-            "automation_settings": automation_settings_from_env(),
-        },
-    )
-    result = sensor(context)
+    result = sensor(sensor_context(instance, layout.root))
     assert isinstance(result, dg.SensorResult | dg.SkipReason), result
     return result
 
@@ -124,7 +118,9 @@ def test_inbox_sensor_adds_valid_tasks_as_partitions_and_requests_their_runs(
 
     assert execute(materialize_range, run).success
     for asset in ("scrape", "validation", "pages"):
-        assert statuses(instance, asset, valid) == dict.fromkeys(valid, Status.MATERIALIZED)
+        assert partition_statuses(instance, asset, valid) == dict.fromkeys(
+            valid, Status.MATERIALIZED
+        )
 
 
 def test_inbox_sensor_skips_an_empty_inbox(
@@ -214,7 +210,7 @@ def test_retry_sensor_retries_transient_failures_until_everything_converges(
     instance: dg.DagsterInstance,
     materialize_range: Materialize,
 ) -> None:
-    found = statuses(instance, "scrape", retry_batch)
+    found = partition_statuses(instance, "scrape", retry_batch)
     assert (found[FLAKY], found[MISSING]) == (Status.FAILED, Status.FAILED)
 
     result = evaluate(retry_sensor, instance, layout)
@@ -227,7 +223,7 @@ def test_retry_sensor_retries_transient_failures_until_everything_converges(
     post(site_thread.url("/control/flaky/retry-x?fail=0"))
     for request in scrape_runs:
         assert execute(materialize_range, request).success
-    assert statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.MATERIALIZED}
+    assert partition_statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.MATERIALIZED}
 
     # Keep evaluating and running what is asked, as the daemon would, until nothing is due.
     for _ in range(5):
@@ -241,9 +237,9 @@ def test_retry_sensor_retries_transient_failures_until_everything_converges(
 
     done = [k for k in retry_batch if k != MISSING]
     for asset in ("scrape", "validation", "pages"):
-        assert statuses(instance, asset, done) == dict.fromkeys(done, Status.MATERIALIZED)
-    assert statuses(instance, "scrape", [MISSING]) == {MISSING: Status.FAILED}
-    assert statuses(instance, "validation", [MISSING]) == {MISSING: None}
+        assert partition_statuses(instance, asset, done) == dict.fromkeys(done, Status.MATERIALIZED)
+    assert partition_statuses(instance, "scrape", [MISSING]) == {MISSING: Status.FAILED}
+    assert partition_statuses(instance, "validation", [MISSING]) == {MISSING: None}
 
 
 def test_retry_sensor_evaluations_dedupe_by_run_key(
@@ -294,7 +290,7 @@ def test_retry_sensor_gives_up_after_max_failed_runs(
     assert len(set(retry_keys)) == 2
     status = load_status(layout.status_dir, FLAKY)
     assert status is not None and status["scrape_failures"] == 3
-    assert statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.FAILED}
+    assert partition_statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.FAILED}
 
 
 def test_retry_sensor_with_one_failed_run_allowed_gives_up_at_once(
@@ -373,6 +369,6 @@ def test_blocked_validation_gets_a_forced_refetch_then_a_new_validation(
     result = evaluate(retry_sensor, instance, layout)
     (again,) = requests_for(result, "validation")
     assert execute(materialize_range, again).success
-    assert statuses(instance, "validation", [key]) == {key: Status.MATERIALIZED}
+    assert partition_statuses(instance, "validation", [key]) == {key: Status.MATERIALIZED}
     status = load_status(layout.status_dir, key)
     assert status is not None and status["validation_status"] == "SUCCESS"

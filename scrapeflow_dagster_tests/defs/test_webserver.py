@@ -2,10 +2,7 @@
 (the `launchPartitionBackfill` GraphQL mutation), run to completion by the daemon."""
 
 import json
-import os
-import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -18,14 +15,11 @@ import pytest
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster_tests.defs.helpers import (
-    BIN_DIR,
-    Status,
-    free_port,
-    process_env,
-    statuses,
-    store_tasks,
-)
+from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
+from scrapeflow_dagster_tests.support.paths import BIN_DIR
+from scrapeflow_dagster_tests.support.ports import free_port
+from scrapeflow_dagster_tests.support.processes import process_env, stop_group, wait_until
+from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 STARTUP_TIMEOUT_SECONDS = 120.0
 BACKFILL_TIMEOUT_SECONDS = 180.0
@@ -83,29 +77,21 @@ class Webserver:
 
 
 def wait_until_up(server: Webserver, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"dagster dev exited:\n{server.log_tail()}"
+    def answers() -> bool:
         try:
             with urllib.request.urlopen(f"{server.url}/server_info", timeout=2) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"dagster dev did not answer in time:\n{server.log_tail()}")
+            return False
 
-
-def stop(process: subprocess.Popen) -> None:
-    """Stop `dagster dev` and everything it started (its own process group)."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    wait_until(
+        answers,
+        what="dagster dev to answer",
+        timeout_seconds=STARTUP_TIMEOUT_SECONDS,
+        poll_seconds=0.5,
+        process=process,
+        log_tail=server.log_tail,
+    )
 
 
 @pytest.fixture
@@ -134,18 +120,22 @@ def webserver(dagster_home: Path, layout: DataLayout, tmp_path: Path) -> Iterato
         wait_until_up(server, process)
         yield server
     finally:
-        stop(process)
+        stop_group(process)  # dagster dev and everything it started
 
 
 def wait_for_backfill(server: Webserver, backfill_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + BACKFILL_TIMEOUT_SECONDS
-    while True:
+    def finished() -> dict[str, Any] | None:
         backfill = server.graphql(BACKFILL_STATUS, id=backfill_id)["partitionBackfillOrError"]
         assert backfill["__typename"] == "PartitionBackfill", backfill
-        if backfill["status"] in TERMINAL:
-            return backfill
-        assert time.monotonic() < deadline, f"backfill still {backfill}:\n{server.log_tail()}"
-        time.sleep(1.0)
+        return backfill if backfill["status"] in TERMINAL else None
+
+    return wait_until(
+        finished,
+        what=f"backfill {backfill_id} to finish",
+        timeout_seconds=BACKFILL_TIMEOUT_SECONDS,
+        poll_seconds=1.0,
+        log_tail=server.log_tail,
+    )
 
 
 @pytest.mark.slow  # about 70 s: the backfill daemon checks in every 30 s
@@ -181,7 +171,9 @@ def test_partition_backfill_launched_through_graphql_materialises_every_task(
         "numFailed": 0,
     }
     with dg.DagsterInstance.get() as instance:
-        assert statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
+        assert partition_statuses(instance, "scrape", keys) == dict.fromkeys(
+            keys, Status.MATERIALIZED
+        )
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill["id"]}))
     assert len(runs) == 1, "single_run backfill policy: one run for the whole range"
     assert runs[0].status == dg.DagsterRunStatus.SUCCESS

@@ -7,7 +7,6 @@
 """
 
 import asyncio
-import socket
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Literal, Self
@@ -15,6 +14,8 @@ from typing import Literal, Self
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
+
+from scrapeflow_dagster_tests.support.ports import free_port
 
 ProxyMode = Literal["forward", "close", "hang"]
 
@@ -45,10 +46,7 @@ def _end_to_end(headers: Mapping[str, str]) -> CIMultiDict[str]:
 
 def closed_port_url() -> str:
     """`http://127.0.0.1:<port>` for a port that was free a moment ago (connections refused)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 class ForwardProxy:

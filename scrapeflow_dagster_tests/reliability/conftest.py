@@ -5,7 +5,6 @@ Every test here is marked `reliability` (select with `-m reliability`, leave out
 `-m "not reliability"`); `make test` runs them with the rest.
 """
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,29 +15,16 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
+from scrapeflow_dagster_tests.support.processes import (
+    PROXY_ENV_NAMES,
+    init_dagster_home,
+    process_env,
+)
 
 _HERE = Path(__file__).parent
 # Dagster's SQLite event log syncs every event to disk; on tmpfs a 2,000-partition CLI run takes
 # a quarter of the time. The files are as real as on disk for everything tested here.
 _TMPFS = Path("/dev/shm")
-_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
-
-
-def process_env(dagster_home: Path, data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a `scrapeflow` / `dagster` child on the test's homes."""
-    env = dict(os.environ)
-    for name in ("SCRAPEFLOW_PROXY_KIND", "SCRAPEFLOW_PROXY_URLS", "WEBSHARE_API_KEY"):
-        env.pop(name, None)
-    env.update(
-        {
-            "DAGSTER_HOME": str(dagster_home),
-            DATA_DIR_ENV: str(data_dir),
-            "PYTHONUNBUFFERED": "1",
-            "DAGSTER_DISABLE_TELEMETRY": "1",
-            **extra,
-        }
-    )
-    return env
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,13 +75,11 @@ def work_dir(tmp_path: Path) -> Iterator[Path]:
 @pytest.fixture
 def homes(work_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Homes:
     """`DAGSTER_HOME` (SQLite storage, telemetry off) and `SCRAPEFLOW_DATA_DIR`, also set here."""
-    home = work_dir / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(_DAGSTER_YAML)
+    home = init_dagster_home(work_dir / "dagster_home")
     layout = DataLayout(work_dir / "data")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv(DATA_DIR_ENV, str(layout.root))
-    for name in ("SCRAPEFLOW_PROXY_KIND", "SCRAPEFLOW_PROXY_URLS", "WEBSHARE_API_KEY"):
+    for name in PROXY_ENV_NAMES:
         monkeypatch.delenv(name, raising=False)
     return Homes(work_dir, home, layout)
 

@@ -25,17 +25,16 @@ from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.reliability.conftest import Homes
 from scrapeflow_dagster_tests.reliability.helpers import (
-    PYTHON,
     assert_failed_only_through_tasks,
-    current_state,
-    partition_statuses,
-    query,
     scrape_range,
     scrapeflow,
-    sensor_context,
     snapshot_files,
-    store_and_add,
 )
+from scrapeflow_dagster_tests.support.ledger import current_state, query
+from scrapeflow_dagster_tests.support.partitions import partition_statuses
+from scrapeflow_dagster_tests.support.paths import PYTHON
+from scrapeflow_dagster_tests.support.sensors import sensor_context
+from scrapeflow_dagster_tests.support.tasks import store_and_add
 
 HUGE_LINE_BYTES = 100 * 1024 * 1024
 EARLIER = [f"earlier-{n}" for n in range(5)]

@@ -10,21 +10,20 @@ from datetime import datetime
 import dagster as dg
 import pytest
 
+from scrapeflow_dagster.dagster_cli import materialize_range_command
 from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.reliability.conftest import Homes
 from scrapeflow_dagster_tests.reliability.helpers import (
-    PYTHON,
     assert_success_blobs_match,
-    current_state,
-    materialize_command,
-    query,
     read_all_statuses,
     scrape_range,
     scrapeflow,
-    site_process,
-    store_and_add,
 )
+from scrapeflow_dagster_tests.support.ledger import current_state, query
+from scrapeflow_dagster_tests.support.paths import PYTHON
+from scrapeflow_dagster_tests.support.sites import site_process
+from scrapeflow_dagster_tests.support.tasks import store_and_add
 
 TASKS = 400
 # The forced run starts below the plain one and catches up with it: from then on it waits for
@@ -68,7 +67,7 @@ def test_two_cli_runs_over_overlapping_ranges_lose_no_step_result(
         assert added.returncode == 0, added.stderr
         procs = {}
         for name, (first, last) in RANGES.items():
-            command = materialize_command(
+            command = materialize_range_command(
                 "scrape", keys[first], keys[last], config_json=config_json(force=name == "forced")
             )
             procs[name] = subprocess.Popen(

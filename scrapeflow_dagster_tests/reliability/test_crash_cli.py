@@ -16,22 +16,20 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from scrapeflow_dagster.dagster_cli import materialize_range_command
 from scrapeflow_dagster_tests.reliability.conftest import Homes
 from scrapeflow_dagster_tests.reliability.helpers import (
-    PYTHON,
     assert_success_blobs_match,
-    current_state,
     error_class,
-    kill_group,
-    materialize_command,
-    partition_statuses,
-    query,
     read_all_statuses,
     scrapeflow,
-    site_process,
     snapshot_files,
-    wait_for_text,
 )
+from scrapeflow_dagster_tests.support.ledger import current_state, query
+from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
+from scrapeflow_dagster_tests.support.paths import PYTHON
+from scrapeflow_dagster_tests.support.processes import kill_group, wait_for_text
+from scrapeflow_dagster_tests.support.sites import site_process
 
 SEED = 20_241_122
 PAGES = 1995
@@ -83,7 +81,7 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing(
         assert len(keys) == 2000
         added = scrapeflow(["tasks", "add", str(homes.root / "tasks.csv")], env)
         assert added.returncode == 0, added.stderr
-        command = materialize_command("scrape", keys[0], keys[-1], config_json=RUN_CONFIG)
+        command = materialize_range_command("scrape", keys[0], keys[-1], config_json=RUN_CONFIG)
 
         done_before: list[int] = []
         done_after: list[int] = []
@@ -159,8 +157,8 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing(
 
     # Dagster's view after the last run: the pages materialised, the 404s failed.
     found = partition_statuses(instance, "scrape", keys)
-    assert {k for k, v in found.items() if v == dg.AssetPartitionStatus.FAILED} == gone
-    materialized = {k for k, v in found.items() if v == dg.AssetPartitionStatus.MATERIALIZED}
+    assert keys_with(found, Status.FAILED) == gone
+    materialized = keys_with(found, Status.MATERIALIZED)
     assert materialized == set(keys) - gone
 
 

@@ -15,19 +15,16 @@ from scrapeflow_dagster.site.app import FaultRates, fault_of
 from scrapeflow_dagster_tests.reliability.conftest import Homes
 from scrapeflow_dagster_tests.reliability.helpers import (
     assert_failed_only_through_tasks,
-    current_state,
     error_class,
-    partition_statuses,
-    query,
-    range_tags,
     read_all_statuses,
-    run_assets,
-    run_resources,
-    sensor_context,
-    site_process,
     snapshot_files,
-    store_and_add,
 )
+from scrapeflow_dagster_tests.support.ledger import current_state, query
+from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses, range_tags
+from scrapeflow_dagster_tests.support.runs import run_assets, run_resources
+from scrapeflow_dagster_tests.support.sensors import sensor_context
+from scrapeflow_dagster_tests.support.sites import site_process
+from scrapeflow_dagster_tests.support.tasks import store_and_add
 
 MIXED_TASKS = 300
 SEED = 0  # the site's default
@@ -42,7 +39,6 @@ STICKY_ERRORS = {
     "truncated": "TransientError",
 }
 MAX_ATTEMPTS = 4
-Status = dg.AssetPartitionStatus
 
 
 def sticky_pages() -> dict[str, int]:

@@ -37,16 +37,14 @@ from scrapeflow_dagster_tests.fakes.proxy_services import FakeProxyServices
 from scrapeflow_dagster_tests.reliability.conftest import Homes
 from scrapeflow_dagster_tests.reliability.helpers import (
     BackgroundLoop,
-    current_state,
     error_class,
-    query,
-    range_tags,
     read_all_statuses,
-    run_assets,
-    run_resources,
     scrape_range,
-    store_and_add,
 )
+from scrapeflow_dagster_tests.support.ledger import current_state, query
+from scrapeflow_dagster_tests.support.partitions import range_tags
+from scrapeflow_dagster_tests.support.runs import run_assets, run_resources
+from scrapeflow_dagster_tests.support.tasks import store_and_add
 
 PROXY_USER, PROXY_PASSWORD = "u53r", "s3cr3t-pw-XYZ"
 BAD_PROXY_CREDENTIALS = "bad:s3cr3t-bad-XYZ"

@@ -1,0 +1,47 @@
+"""In-process runs of the executor assets, with the resources the definitions give them."""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.resources import (
+    ProxyProviderResource,
+    ScrapeSettingsResource,
+    StatusStoreResource,
+)
+
+
+def run_resources(
+    data_dir: Path, *, proxy: Any = None, **settings: Any
+) -> dict[str, dg.ConfigurableResource]:
+    """The executor assets' resources for an in-process run; `settings` of ScrapeSettings."""
+    return {
+        "scrape_settings": ScrapeSettingsResource(**settings),
+        "status_store": StatusStoreResource(data_dir=str(data_dir)),
+        "proxy_provider": proxy if proxy is not None else ProxyProviderResource(),
+    }
+
+
+def run_assets(
+    instance: dg.DagsterInstance,
+    resources: Mapping[str, Any],
+    selection: Any,
+    tags: Mapping[str, str],
+    run_config: Mapping[str, Any] | None = None,
+) -> dg.ExecuteInProcessResult:
+    """One in-process run of the executor assets in `selection`; failures do not raise."""
+    # Imported here, once the tier's conftest filters Dagster's beta warnings: the asset
+    # decorators warn about beta parameters when the module loads.
+    from scrapeflow_dagster.defs.assets import executor_assets
+
+    return dg.materialize(
+        executor_assets,
+        selection=selection,
+        instance=instance,
+        tags=dict(tags),
+        run_config=dict(run_config or {}),
+        resources=dict(resources),
+        raise_on_error=False,
+    )

@@ -1,0 +1,39 @@
+"""Tasks stored the way users store them (the engine's intake: status files, DuckDB spool), and
+added as `tasks` partitions."""
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.partitions import add_task_partitions
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.intake import TaskSpec, build_task
+
+# `(key, url)`, or a record with `key`, `url` and other params.
+TaskRows = Sequence[tuple[str, str] | Mapping[str, Any]]
+
+
+def store_tasks(layout: DataLayout, rows: TaskRows) -> list[str]:
+    """Store tasks through the engine's intake, in order; every row must be valid.
+
+    Returns:
+        The keys stored.
+    """
+    records = [row if isinstance(row, Mapping) else {"key": row[0], "url": row[1]} for row in rows]
+    specs = [build_task(dict(record), Path("tests"), n) for n, record in enumerate(records)]
+    assert all(isinstance(s, TaskSpec) for s in specs), specs
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        report = add_tasks(layout, specs, ledger=ledger)
+    assert not report.errors, report.errors
+    return report.keys
+
+
+def store_and_add(layout: DataLayout, instance: dg.DagsterInstance, rows: TaskRows) -> list[str]:
+    """Store tasks as `store_tasks` does and add them as partitions, in order."""
+    keys = store_tasks(layout, rows)
+    add_task_partitions(instance, keys)
+    return keys
