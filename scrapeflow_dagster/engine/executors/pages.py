@@ -17,7 +17,7 @@ from yarl import URL
 
 from scrapeflow_dagster.engine.executors.stored_body import read_body
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
-from scrapeflow_dagster.engine.state.schema import StatusData
+from scrapeflow_dagster.engine.state.schema import StatusData, fields_of
 
 MAX_LINKS_KEPT = 100
 TEXT_START_CHARS = 200
@@ -176,4 +176,13 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
     scraped = status.get("scrape") or {}
     base_url = scraped.get("final_url") or status["params"]["url"]
     content_type = content_type_of(scraped.get("response_headers"))
-    return parse_html(read_body(context, key), base_url, content_type=content_type)
+    parsed = parse_html(read_body(context, key), base_url, content_type=content_type)
+    # What the `pages` table holds beside the parse, from the fetch it parsed.
+    return {
+        **parsed,
+        "url": status["params"]["url"],
+        "final_url": scraped.get("final_url"),
+        "http_status": scraped.get("http_status"),
+        "content_type": content_type,
+        "fetched_at": status.get(fields_of("scrape").last_run),
+    }

@@ -30,7 +30,7 @@ from scrapeflow_dagster.engine.history.rebuild import (
     parse_status_file,
     rebuild_from_status_dir,
 )
-from scrapeflow_dagster.engine.history.rows import STEP_STATUSES, StepRow, TaskRow
+from scrapeflow_dagster.engine.history.rows import STEP_STATUSES, PageRow, StepRow, TaskRow
 from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
 from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
 from scrapeflow_dagster.engine.state.schema import utc_now
@@ -42,6 +42,7 @@ __all__ = [
     "LedgerLockedError",
     "RebuildResult",
     "StatusFileProblem",
+    "PageRow",
     "StepRow",
     "SyncResult",
     "TaskRow",

@@ -19,7 +19,14 @@ from typing import Any, Self
 
 import duckdb
 
-from scrapeflow_dagster.engine.history.rows import StepRow, TaskRow, step_line, task_line
+from scrapeflow_dagster.engine.history.rows import (
+    PageRow,
+    StepRow,
+    TaskRow,
+    page_line,
+    step_line,
+    task_line,
+)
 from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
 from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
@@ -89,6 +96,14 @@ class Ledger:
             OSError: when a due spool file cannot be written (the rows stay buffered).
         """
         self._append(step_line, row)
+
+    def record_page(self, row: PageRow) -> None:
+        """Buffer a parsed page for the `pages` table; writes a spool file at `batch_rows`.
+
+        Raises:
+            OSError: when a due spool file cannot be written (the rows stay buffered).
+        """
+        self._append(page_line, row)
 
     def flush(self) -> Path | None:
         """Write the buffered rows to one new spool file, atomically.

@@ -18,9 +18,11 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import schema as sql
 from scrapeflow_dagster.engine.history.connection import LedgerLockedError, connect_read_write
 from scrapeflow_dagster.engine.history.rows import (
+    PageRow,
     StepRow,
     TaskRow,
     domain_of,
+    page_line,
     step_line,
     task_line,
 )
@@ -99,6 +101,15 @@ def rebuild_from_status_dir(
 
 
 def parse_status_file(path: Path, *, run_id: str = "rebuild") -> tuple[TaskRow, list[StepRow]]:
+    """Read one scrapeflow `<key>.status.json` as the task row and one step row per executor
+    (see `parse_status_file_rows`, which also returns its parsed pages)."""
+    task, steps, _ = parse_status_file_rows(path, run_id=run_id)
+    return task, steps
+
+
+def parse_status_file_rows(
+    path: Path, *, run_id: str = "rebuild"
+) -> tuple[TaskRow, list[StepRow], list[PageRow]]:
     """Read one scrapeflow `<key>.status.json` as the task row and one step row per executor.
 
     The executors are those `state.schema.executor_names` finds (a SUCCESS or ERROR outcome).
@@ -108,7 +119,8 @@ def parse_status_file(path: Path, *, run_id: str = "rebuild") -> tuple[TaskRow, 
         run_id: Recorded on the step rows.
 
     Returns:
-        The task row (added at the earliest recorded time) and the step rows, in file order.
+        The task row (added at the earliest recorded time), the step rows in file order, and
+        a page row for each successful step whose output is a parsed page.
 
     Raises:
         StatusFileError: when the file is truncated, not JSON, not a scrapeflow status file, or
@@ -134,7 +146,18 @@ def parse_status_file(path: Path, *, run_id: str = "rebuild") -> tuple[TaskRow, 
     times = [t for s in steps for t in (s.started_at, s.ended_at) if t is not None]
     # Status files do not record when a task was added; its earliest run is the best bound.
     added_at = min(times) if times else _mtime_utc(path)
-    return TaskRow.from_params(key, params, added_at=added_at), steps
+    pages = [
+        page
+        for step in steps
+        if step.status == "SUCCESS"
+        and (
+            page := PageRow.from_output(
+                key, status_schema.output_of(status, step.executor), parsed_at=step.ended_at
+            )
+        )
+        is not None
+    ]
+    return TaskRow.from_params(key, params, added_at=added_at), steps, pages
 
 
 def _step_row(
@@ -183,7 +206,7 @@ def _read_status_dir(
     # Sorted so that two rebuilds of the same folder write the same rows in the same order.
     for path in sorted(iter_status_files(status_dir)):
         try:
-            task, steps = parse_status_file(path, run_id=run_id)
+            task, steps, pages = parse_status_file_rows(path, run_id=run_id)
         except (StatusFileError, OSError) as exc:
             problems.append(StatusFileProblem(path, str(exc)))
             continue
@@ -191,6 +214,8 @@ def _read_status_dir(
         out.write(task_line(task, next(seq), run_id))
         for step in steps:
             out.write(step_line(step, next(seq), run_id))
+        for page in pages:
+            out.write(page_line(page, next(seq), run_id))
     return files_read, problems
 
 
@@ -198,6 +223,7 @@ def _apply_rebuild(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple[in
     load_spool(conn, [rows_path])
     tasks = count(conn.execute(sql.UPSERT_TASKS_SQL))
     steps = count(conn.execute(sql.INSERT_DISAGREEING_STEPS_SQL))
+    conn.execute(sql.UPSERT_PAGES_SQL)
     return tasks, steps
 
 

@@ -1,9 +1,10 @@
-"""The rows the ledger records (`TaskRow`, `StepRow`) and their spool lines (JSONL).
+"""The rows the ledger records (`TaskRow`, `StepRow`, `PageRow`) and their spool lines (JSONL).
 
 A spool line is what DuckDB reads back with `schema.SPOOL_COLUMNS`; it is also the last point
 before DuckDB, so credentials in messages and proxy fields are removed here, for every row.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Self
@@ -81,6 +82,57 @@ class StepRow:
             raise ValueError(f"step status {self.status!r} is not one of {sorted(STEP_STATUSES)}")
 
 
+# The output fields that make a step's output a parsed page (the `pages` executor's).
+PAGE_OUTPUT_FIELDS = ("title", "link_count", "text_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """One parsed page, as `pages` holds it (upserted on `key`: the latest parse wins)."""
+
+    key: str
+    url: str | None = None
+    final_url: str | None = None
+    http_status: int | None = None
+    title: str | None = None
+    text_bytes: int | None = None
+    link_count: int | None = None
+    content_type: str | None = None
+    charset: str | None = None
+    fetched_at: datetime | None = None
+    parsed_at: datetime = field(default_factory=utc_now)
+
+    @classmethod
+    def from_output(
+        cls, key: str, output: Mapping[str, Any], *, parsed_at: datetime
+    ) -> "PageRow | None":
+        """The row of a step output that is a parsed page, else None."""
+        if not all(name in output for name in PAGE_OUTPUT_FIELDS):
+            return None
+
+        def text(name: str) -> str | None:
+            value = output.get(name)
+            return value if isinstance(value, str) else None
+
+        def number(name: str) -> int | None:
+            value = output.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return cls(
+            key=key,
+            url=text("url"),
+            final_url=text("final_url"),
+            http_status=number("http_status"),
+            title=text("title"),
+            text_bytes=number("text_bytes"),
+            link_count=number("link_count"),
+            content_type=text("content_type"),
+            charset=text("charset"),
+            fetched_at=parse_stamp(output.get("fetched_at")),
+            parsed_at=parsed_at,
+        )
+
+
 def domain_of(url: str | None) -> str | None:
     """The host name of `url` (lower case), or None when it has none or does not parse."""
     if not url:
@@ -132,6 +184,27 @@ def step_line(row: StepRow, seq: int, run_id: str | None) -> bytes:
         "run_id": row.run_id if row.run_id is not None else run_id,
         "started_at": parse_stamp(row.started_at),
         "ended_at": parse_stamp(row.ended_at),
+    }
+    return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def page_line(row: PageRow, seq: int, run_id: str | None) -> bytes:
+    """The spool line of a parsed page (URLs redacted: a query may carry a token)."""
+    line = {
+        "kind": "p",
+        "seq": seq,
+        "key": row.key,
+        "url": redact(row.url) if row.url else row.url,
+        "final_url": redact(row.final_url) if row.final_url else row.final_url,
+        "http_status": row.http_status,
+        "title": row.title,
+        "text_bytes": row.text_bytes,
+        "link_count": row.link_count,
+        "content_type": row.content_type,
+        "charset": row.charset,
+        "fetched_at": parse_stamp(row.fetched_at),
+        "ended_at": parse_stamp(row.parsed_at),
+        "run_id": run_id,
     }
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
 

@@ -39,6 +39,21 @@ CREATE TABLE IF NOT EXISTS step_runs (
     seq BIGINT DEFAULT nextval('step_runs_seq')
 );
 
+CREATE TABLE IF NOT EXISTS pages (
+    key VARCHAR PRIMARY KEY,
+    url VARCHAR,
+    final_url VARCHAR,
+    http_status INTEGER,
+    title VARCHAR,
+    text_bytes BIGINT,
+    link_count INTEGER,
+    content_type VARCHAR,
+    charset VARCHAR,
+    fetched_at TIMESTAMP,
+    parsed_at TIMESTAMP,
+    run_id VARCHAR
+);
+
 CREATE TABLE IF NOT EXISTS ingested_spool_files (
     name VARCHAR PRIMARY KEY,
     ingested_at TIMESTAMP
@@ -77,6 +92,14 @@ SPOOL_COLUMNS: dict[str, str] = {
     "run_id": "VARCHAR",
     "started_at": "TIMESTAMP",
     "ended_at": "TIMESTAMP",
+    # parsed pages (`kind` = 'p'); `ended_at` is when the page was parsed
+    "final_url": "VARCHAR",
+    "title": "VARCHAR",
+    "text_bytes": "BIGINT",
+    "link_count": "INTEGER",
+    "content_type": "VARCHAR",
+    "charset": "VARCHAR",
+    "fetched_at": "TIMESTAMP",
 }
 
 _COLUMNS_STRUCT = "{" + ", ".join(f"{name}: '{typ}'" for name, typ in SPOOL_COLUMNS.items()) + "}"
@@ -142,6 +165,31 @@ ON CONFLICT (key) DO UPDATE SET
     domain = excluded.domain,
     params = excluded.params,
     added_at = least(tasks.added_at, excluded.added_at)
+"""
+
+# The newest parse of a page wins, in the batch and against the table.
+UPSERT_PAGES_SQL = """
+INSERT INTO pages
+    (key, url, final_url, http_status, title, text_bytes, link_count, content_type, charset,
+     fetched_at, parsed_at, run_id)
+SELECT key, url, final_url, http_status, title, text_bytes, link_count, content_type, charset,
+       fetched_at, ended_at, run_id
+FROM spool
+WHERE kind = 'p'
+QUALIFY row_number() OVER (PARTITION BY key ORDER BY ended_at DESC, filename DESC, seq DESC) = 1
+ON CONFLICT (key) DO UPDATE SET
+    url = excluded.url,
+    final_url = excluded.final_url,
+    http_status = excluded.http_status,
+    title = excluded.title,
+    text_bytes = excluded.text_bytes,
+    link_count = excluded.link_count,
+    content_type = excluded.content_type,
+    charset = excluded.charset,
+    fetched_at = excluded.fetched_at,
+    parsed_at = excluded.parsed_at,
+    run_id = excluded.run_id
+WHERE excluded.parsed_at >= pages.parsed_at
 """
 
 COUNT_SPOOL_SQL = "SELECT count(*) FROM spool"

@@ -1,8 +1,9 @@
 """What one executor did for one task: handed to callers (DuckDB ledger, Dagster metadata)."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 StepOutcome = Literal["SUCCESS", "ERROR", "SKIPPED"]
 
@@ -25,6 +26,8 @@ class StepResult:
     md5: str | None = None
     proxy_host: str | None = None
     url: str | None = None
+    # The executor's output after a SUCCESS (for rows such as `pages`); not kept by reports.
+    output: Mapping[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

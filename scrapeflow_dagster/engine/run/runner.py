@@ -220,6 +220,7 @@ class Runner:
                 md5=output.get("content"),
                 proxy_host=output.get("proxy"),
                 url=status["params"].get("url"),
+                output=output,
             )
         )
         return True

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from yarl import URL
 
-from scrapeflow_dagster.engine.history import Ledger, StepRow
+from scrapeflow_dagster.engine.history import Ledger, PageRow, StepRow
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Executor, executor_name
 from scrapeflow_dagster.engine.run.execute import execute_async
@@ -150,6 +150,11 @@ async def run_step(
             report.add(result)
             if result.outcome != "SKIPPED" and result.error_kind != UPSTREAM:
                 ledger.record_step(to_row(result, run_id))
+            if result.output is not None:
+                ended = result.ended.replace(tzinfo=None)
+                page = PageRow.from_output(result.key, result.output, parsed_at=ended)
+                if page is not None:
+                    ledger.record_page(page)
 
         await execute_async(
             [executor],
