@@ -7,6 +7,7 @@ from typing import Any
 import dagster as dg
 
 from scrapeflow_dagster.defs.inbox_sensor import build_inbox_sensor
+from scrapeflow_dagster.defs.report_asset import crawl_report, crawl_report_schedule
 from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     StatusStoreResource,
@@ -42,11 +43,12 @@ def scrapeflow_definitions(
             the first.
         resources: replaces default resources by key (e.g. a `ScrapeSettingsResource` with
             other limits).
-        assets: other assets of the code location (e.g. reports) that the sensors do not run.
+        assets: other assets of the code location that the sensors do not run (the
+            `crawl_report` asset and its schedule are always included).
     """
     return dg.Definitions(
-        assets=[*executor_assets, *assets],
+        assets=[*executor_assets, crawl_report, *assets],
         sensors=[build_inbox_sensor(executor_assets), build_retry_sensor(executor_assets)],
-        schedules=[build_refresh_schedule(executor_assets)],
+        schedules=[build_refresh_schedule(executor_assets), crawl_report_schedule],
         resources={**default_resources(), **(resources or {})},
     )

@@ -14,19 +14,26 @@ from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
 ENGINE_DIR = REPO_ROOT / "scrapeflow_dagster" / "engine"
 
 
+def graph_is_unpartitioned(repo: dg.RepositoryDefinition, name: str) -> bool:
+    return repo.asset_graph.get(dg.AssetKey(name)).partitions_def is None
+
+
 def test_definitions_resolve_with_assets_sensors_schedule() -> None:
     dg.Definitions.validate_loadable(defs)
     repo = defs.get_repository_def()
 
-    assets = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
-    assert assets == {"scrape", "validation", "pages"}
+    all_assets = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
+    assert all_assets == {"scrape", "validation", "pages", "crawl_report"}
+    assets = all_assets - {"crawl_report"}  # the executor assets
     assert {s.name for s in repo.sensor_defs} == {"inbox_sensor", "retry_sensor"}
-    assert [s.name for s in repo.schedule_defs] == ["refresh_schedule"]
+    assert {s.name for s in repo.schedule_defs} == {"refresh_schedule", "crawl_report_schedule"}
     assert set(repo.get_top_level_resources()) >= {
         "scrape_settings",
         "status_store",
         "proxy_provider",
+        "automation_settings",
     }
+    assert graph_is_unpartitioned(repo, "crawl_report")
     graph = repo.asset_graph
     assert graph.get(dg.AssetKey("validation")).parent_keys == {dg.AssetKey("scrape")}
     assert graph.get(dg.AssetKey("pages")).parent_keys == {

@@ -1,0 +1,112 @@
+"""A crawl's health in a few numbers and two small tables, read from DuckDB.
+
+What the `crawl_report` asset publishes, so the UI can plot it across materialisations.
+"""
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from scrapeflow_dagster.engine.history.connection import connect_readonly
+from scrapeflow_dagster.engine.history.ledger import Ledger
+from scrapeflow_dagster.engine.state.layout import DataLayout
+
+FETCH_EXECUTOR = "scrape"
+TOP_ROWS = 10
+
+_TOTALS_SQL = """
+SELECT
+    (SELECT count(*) FROM tasks) AS tasks,
+    count(*) FILTER (status = 'SUCCESS') AS succeeded,
+    count(*) FILTER (status = 'ERROR') AS failed,
+    coalesce(sum(size) FILTER (status = 'SUCCESS'), 0) AS bytes
+FROM current_state WHERE executor = ?
+"""
+_P95_SQL = """
+SELECT quantile_cont(elapsed_seconds, 0.95)
+FROM step_runs WHERE executor = ? AND status <> 'SKIPPED'
+"""
+_BY_KIND_SQL = f"""
+SELECT executor, coalesce(error_kind, ''), coalesce(error_class, ''), count(*) AS tasks
+FROM current_state WHERE status = 'ERROR'
+GROUP BY ALL ORDER BY tasks DESC, 1, 2, 3 LIMIT {TOP_ROWS}
+"""
+_BY_HOST_SQL = f"""
+SELECT coalesce(domain, ''), count(*) FILTER (status = 'ERROR') AS failed, count(*) AS tasks
+FROM current_state WHERE executor = ?
+GROUP BY ALL HAVING failed > 0 ORDER BY failed DESC, 1 LIMIT {TOP_ROWS}
+"""
+
+
+@dataclass(frozen=True)
+class CrawlSummary:
+    """Totals of the fetching step's current state, plus failures by kind and by host."""
+
+    tasks: int
+    succeeded: int
+    failed: int
+    bytes: int
+    p95_seconds: float | None
+    pages_parsed: int
+    by_kind: list[tuple[str, str, str, int]] = field(default_factory=list)
+    by_host: list[tuple[str, int, int]] = field(default_factory=list)
+
+    @property
+    def success_pct(self) -> float:
+        """Succeeded fetches as a percentage of fetches that ended (0 when none did)."""
+        ended = self.succeeded + self.failed
+        return round(100.0 * self.succeeded / ended, 1) if ended else 0.0
+
+    def markdown(self) -> str:
+        """Totals, then failures by kind and by host, as markdown tables."""
+        p95 = "" if self.p95_seconds is None else f"{self.p95_seconds:.3f} s"
+        lines = [
+            "| tasks | succeeded | failed | success % | bytes | p95 fetch | pages parsed |",
+            "|---|---|---|---|---|---|---|",
+            f"| {self.tasks} | {self.succeeded} | {self.failed} | {self.success_pct} "
+            f"| {self.bytes} | {p95} | {self.pages_parsed} |",
+        ]
+        if self.by_kind:
+            lines += ["", "| step | kind | error class | tasks |", "|---|---|---|---|"]
+            lines += [f"| {s} | {k} | {c} | {n} |" for s, k, c, n in self.by_kind]
+        if self.by_host:
+            lines += ["", "| host | failed | tasks |", "|---|---|---|"]
+            lines += [f"| {h} | {f} | {n} |" for h, f, n in self.by_host]
+        return "\n".join(lines)
+
+
+def crawl_summary(layout: DataLayout, *, fetch_executor: str = FETCH_EXECUTOR) -> CrawlSummary:
+    """Sync the spool (best effort: a locked DuckDB keeps it for later), then summarise.
+
+    Raises:
+        LedgerLockedError: when a writer held the file for longer than the default wait.
+    """
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        ledger.sync()
+    conn = connect_readonly(layout.db_path)
+    try:
+        return _summarise(conn, fetch_executor)
+    finally:
+        conn.close()
+
+
+def _summarise(conn: duckdb.DuckDBPyConnection, executor: str) -> CrawlSummary:
+    tasks, succeeded, failed, size = conn.execute(_TOTALS_SQL, [executor]).fetchall()[0]
+    ((p95,),) = conn.execute(_P95_SQL, [executor]).fetchall()
+    ((pages,),) = conn.execute("SELECT count(*) FROM pages").fetchall()
+    by_kind = [
+        (str(s), str(k), str(c), int(n)) for s, k, c, n in conn.execute(_BY_KIND_SQL).fetchall()
+    ]
+    by_host = [
+        (str(h), int(f), int(n)) for h, f, n in conn.execute(_BY_HOST_SQL, [executor]).fetchall()
+    ]
+    return CrawlSummary(
+        tasks=int(tasks),
+        succeeded=int(succeeded),
+        failed=int(failed),
+        bytes=int(size),
+        p95_seconds=None if p95 is None else float(p95),
+        pages_parsed=int(pages),
+        by_kind=by_kind,
+        by_host=by_host,
+    )
