@@ -9,6 +9,9 @@ Routes (and the module that serves them):
         titled `Page n`, linking first to `/page/{n+1}` (so a crawl from page 0 reaches every
         page), then to 9 more pages chosen by `page_links`.
     `/sitemap.txt` (`pages`): one absolute URL per page.
+    `/cached/{n}` (`pages`): page n with an ETag and a Last-Modified; a request with a
+        matching If-None-Match or If-Modified-Since gets a 304 and no body.
+        `GET /control/cached` counts the answers by status (`{"200": a, "304": b}`).
     `/status/{code}`, `/retry-after/{seconds}` (429), `/slow/{seconds}`, `/captcha` (200 block
         page) (`faults`); `/redirect/{n}`, `/redirect-loop`, `/big/{nbytes}`, `/echo`,
         `/set-cookie?k=v`, `/health` (`client_routes`).
@@ -101,6 +104,7 @@ def build_site(
     async def reset_all(request: web.Request) -> web.Response:
         named.forget()
         mixed.forget()
+        site_pages.cached_answers.clear()
         return web.Response(text="ok")
 
     app = web.Application()
@@ -108,6 +112,8 @@ def build_site(
         [
             web.get(r"/page/{n:\d+}", site_pages.get_page),
             web.get("/sitemap.txt", site_pages.sitemap),
+            web.get(r"/cached/{n:\d+}", site_pages.get_cached_page),
+            web.get("/control/cached", site_pages.cached_control),
             web.get(r"/status/{code:\d{3}}", faults.status),
             web.get(r"/retry-after/{seconds:\d+}", faults.retry_after),
             web.get("/flaky/{name}", named.flaky),

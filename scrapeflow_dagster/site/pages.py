@@ -1,6 +1,8 @@
 """The site's deterministic pages: their links, their filler text, `/page/{n}` and the sitemap."""
 
+import hashlib
 import random
+from collections import Counter
 
 from aiohttp import web
 
@@ -42,6 +44,10 @@ def _filler(size: int, seed: int) -> bytes:
     return " ".join(words).encode()[:size]
 
 
+# Every page of the site was last modified at this fixed time (an HTTP date).
+_MODIFIED = "Sun, 01 Nov 2026 00:00:00 GMT"
+
+
 class Pages:
     """The `count` pages of one site, each `page_bytes` long, linked and filled by `seed`."""
 
@@ -50,6 +56,7 @@ class Pages:
         self.page_bytes = page_bytes
         self.seed = seed
         self._filler = _filler(page_bytes, seed)
+        self.cached_answers: Counter[int] = Counter()  # status -> count, for `/cached/{n}`
 
     def body(self, n: int) -> bytes:
         """The HTML of page `n`: `page_bytes` long unless its head alone is longer."""
@@ -80,6 +87,27 @@ class Pages:
 
     async def get_page(self, request: web.Request) -> web.Response:
         return self.response(self.number(request))
+
+    async def get_cached_page(self, request: web.Request) -> web.Response:
+        """Page `n` with an ETag and a Last-Modified, answering 304 to a matching
+        If-None-Match or If-Modified-Since (as a CDN or a well-behaved server would)."""
+        n = self.number(request)
+        body = self.body(n)
+        validators = {"ETag": f'"{hashlib.md5(body).hexdigest()}"', "Last-Modified": _MODIFIED}
+        if (
+            request.headers.get("If-None-Match") == validators["ETag"]
+            or request.headers.get("If-Modified-Since") == _MODIFIED
+        ):
+            self.cached_answers[304] += 1
+            return web.Response(status=304, headers=validators)
+        self.cached_answers[200] += 1
+        return web.Response(
+            body=body, content_type="text/html", charset="utf-8", headers=validators
+        )
+
+    async def cached_control(self, request: web.Request) -> web.Response:
+        """How many `/cached/{n}` answers were full pages and how many were 304s."""
+        return web.json_response({str(k): v for k, v in sorted(self.cached_answers.items())})
 
     async def sitemap(self, request: web.Request) -> web.Response:
         base = f"{request.scheme}://{request.host}"

@@ -182,7 +182,8 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         **parsed,
         "url": status["params"]["url"],
         "final_url": scraped.get("final_url"),
-        "http_status": scraped.get("http_status"),
+        # After a 304 the body is the one fetched earlier, with the status it had then.
+        "http_status": scraped.get("body_http_status") or scraped.get("http_status"),
         "content_type": content_type,
         "fetched_at": status.get(fields_of("scrape").last_run),
     }

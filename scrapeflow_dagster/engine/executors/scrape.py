@@ -29,10 +29,11 @@ from scrapeflow_dagster.engine.retry.requests import (
 )
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
-from scrapeflow_dagster.engine.state.schema import StatusData
+from scrapeflow_dagster.engine.state.schema import StatusData, is_success
 from scrapeflow_dagster.engine.tasks.keys import validate_url
 
 ResponseCallback = Callable[[bytes], None]
+NOT_MODIFIED = 304
 _CHUNK_BYTES = 64 * 1024
 
 
@@ -69,7 +70,11 @@ def _timeout(total_seconds: float) -> aiohttp.ClientTimeout:
 
 
 async def _request_once(
-    context: Context, url: URL, params: dict[str, Any], proxy: str | None
+    context: Context,
+    url: URL,
+    params: dict[str, Any],
+    proxy: str | None,
+    conditional: dict[str, str] | None = None,
 ) -> tuple[bytes, aiohttp.ClientResponse]:
     session = context.session
     if session is None:
@@ -78,16 +83,21 @@ async def _request_once(
     payload = params.get("post_payload")
     # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
     verify = bool(params.get("verify_tls", settings.verify_tls))
+    headers = params.get("headers")
+    if conditional:
+        headers = {**(headers or {}), **conditional}
     async with session.request(
         "POST" if payload is not None else "GET",
         url,
         json=payload,
         cookies=params.get("cookies"),
-        headers=params.get("headers"),
+        headers=headers,
         proxy=proxy,
         ssl=verify,
         timeout=_timeout(settings.request_timeout_seconds),
     ) as response:
+        if conditional and response.status == NOT_MODIFIED:
+            return b"", response
         kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
         if kind is not None:
             raise HttpStatusError(
@@ -120,13 +130,19 @@ def _check_params(params: dict[str, Any]) -> URL:
 
 
 async def fetch(
-    context: Context, params: dict[str, Any], *, validate: ResponseCallback | None = None
+    context: Context,
+    params: dict[str, Any],
+    *,
+    validate: ResponseCallback | None = None,
+    conditional: dict[str, str] | None = None,
 ) -> Fetched:
     """Fetch `params["url"]` (a JSON POST when `params["post_payload"]` is set) with retries.
 
     Transient target errors are retried with exponential backoff and jitter (`Retry-After`
     honoured up to a cap); proxy errors and blocks are charged to the proxy and retried through
     another one, on a separate budget. `validate` may raise `RuntimeError` for a block page.
+    With `conditional` headers (If-None-Match / If-Modified-Since), a 304 is an answer too: it
+    comes back with an empty body and status 304.
 
     Raises:
         ScrapeError: the last failure, with `attempts` and `proxy_host` attributes set.
@@ -145,7 +161,7 @@ async def fetch(
             if provider is not None and proxy is None:
                 # Going direct would expose our address to a site we chose to reach via proxies.
                 raise ProxyError("no healthy proxy left in the pool (not going direct)")
-            body, response = await _request_once(context, url, params, proxy)
+            body, response = await _request_once(context, url, params, proxy, conditional)
             if validate is not None:
                 try:
                     validate(body)
@@ -191,10 +207,48 @@ def _store(context: Context, key: str, fetched: Fetched) -> ExecutorOutput:
     return output
 
 
+def conditional_headers(context: Context, key: str, status: StatusData) -> dict[str, str]:
+    """If-None-Match / If-Modified-Since from the last successful fetch of `key`, or nothing.
+
+    Nothing when the run forces `scrape` (a forced re-fetch, e.g. after a block page, stays
+    unconditional), for a POST, or when the stored body is gone (a 304 would leave no page).
+    """
+    forced = context.forced_executors
+    previous = status.get("scrape")
+    if "all" in forced or "scrape" in forced or not is_success(status, "scrape"):
+        return {}
+    if status["params"].get("post_payload") is not None or not isinstance(previous, dict):
+        return {}
+    if not os.path.exists(os.path.join(context.dir, f"{key}.scrape")):
+        return {}
+    stored = {k.lower(): v for k, v in (previous.get("response_headers") or {}).items()}
+    headers = {}
+    if stored.get("etag"):
+        headers["If-None-Match"] = stored["etag"]
+    if stored.get("last-modified"):
+        headers["If-Modified-Since"] = stored["last-modified"]
+    return headers
+
+
 @taskify
 async def scrape(context: Context, key: str, status: StatusData) -> ExecutorOutput:
-    """Fetch the task's URL and store the body as `<key>.scrape` (atomically)."""
-    return _store(context, key, await fetch(context, status["params"]))
+    """Fetch the task's URL and store the body as `<key>.scrape` (atomically).
+
+    A re-fetch is conditional when the last response had an ETag or Last-Modified: a 304
+    keeps the stored body and md5 and records `not_modified`.
+    """
+    conditional = conditional_headers(context, key, status)
+    fetched = await fetch(context, status["params"], conditional=conditional)
+    if conditional and fetched.status == NOT_MODIFIED:
+        return {
+            **status["scrape"],
+            "http_status": NOT_MODIFIED,
+            "body_http_status": status["scrape"].get("body_http_status")
+            or status["scrape"].get("http_status"),
+            "not_modified": True,
+            "attempts": fetched.attempts,
+        }
+    return _store(context, key, fetched)
 
 
 async def scrape_with_validation(
