@@ -19,9 +19,12 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
 )
 from scrapeflow_dagster.engine.executor import Executor, executor_name
+from scrapeflow_dagster.engine.redact import redact
+from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.run.step import StepReport, Succeeded, run_step
 
 CHECK_NAME = "no_failed_tasks"
+MESSAGE_CHARS = 500
 GROUP_NAME = "scraping"
 
 
@@ -35,6 +38,8 @@ class StepConfig(dg.Config):
 def partition_metadata(done: Succeeded) -> dict[str, int | str | bool]:
     """The few values each partition carries (every event costs Dagster time: keep it small)."""
     meta: dict[str, int | str | bool] = {"attempts": done.attempts}
+    if done.url:
+        meta["url"] = redact(done.url)
     if done.http_status is not None:
         meta["http_status"] = done.http_status
     if done.size is not None:
@@ -43,6 +48,21 @@ def partition_metadata(done: Succeeded) -> dict[str, int | str | bool]:
         meta["md5"] = done.md5
     if done.skipped:
         meta["skipped"] = True
+    return meta
+
+
+def failure_metadata(result: StepResult) -> dict[str, int | str]:
+    """Why one task failed, for the observation its partition gets (messages are redacted)."""
+    meta: dict[str, int | str] = {
+        "error_kind": result.error_kind or "",
+        "error_class": result.error_class or "",
+        "message": (result.message or "")[:MESSAGE_CHARS],
+        "attempts": result.attempts,
+    }
+    if result.url:
+        meta["url"] = redact(result.url)
+    if result.http_status is not None:
+        meta["http_status"] = result.http_status
     return meta
 
 
@@ -79,6 +99,17 @@ def publish(
         context.log_event(
             dg.AssetMaterialization(
                 asset_key=context.asset_key, partition=key, metadata=partition_metadata(done)
+            )
+        )
+    # Each failed partition gets an event of its own, so its page in the UI says why it failed
+    # (the run's failure only names a few keys). Failures are few: one event each is cheap.
+    for key, result in report.errors.items():
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=context.asset_key,
+                partition=key,
+                description=f"{result.error_class}: {result.message}"[:MESSAGE_CHARS],
+                metadata=failure_metadata(result),
             )
         )
     yield _check_result(report)

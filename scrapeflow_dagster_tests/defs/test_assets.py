@@ -44,6 +44,10 @@ class Tasks:
         return [key for key, _ in self.rows]
 
     @property
+    def urls(self) -> dict[str, str]:
+        return dict(self.rows)
+
+    @property
     def scrape_failed(self) -> set[str]:
         return self.missing | self.flaky
 
@@ -62,6 +66,43 @@ def materialized_partitions(result: dg.ExecuteInProcessResult, asset: str) -> di
         str(m.partition): {k: v.value for k, v in m.metadata.items()}
         for m in result.asset_materializations_for_node(asset)
     }
+
+
+def partition_observations(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, dict]:
+    """Partition -> metadata values of the observations a run logged for `asset`."""
+    found = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_OBSERVATION":
+            observation = event.asset_observation_data.asset_observation
+            if observation.asset_key == dg.AssetKey(asset):
+                found[str(observation.partition)] = {
+                    k: v.value for k, v in observation.metadata.items()
+                }
+    return found
+
+
+def test_every_partition_of_a_run_with_failures_says_its_url_and_outcome(
+    tasks: Tasks, materialize_range: Materialize
+) -> None:
+    result = materialize_range("scrape", tasks.keys[0], tasks.keys[-1])
+
+    done = materialized_partitions(result, "scrape")
+    for key, meta in done.items():
+        assert meta["url"] == tasks.urls[key] and meta["http_status"] == 200, key
+        assert meta["size"] > 0 and meta["attempts"] == 1
+    failed = partition_observations(result, "scrape")
+    assert set(failed) == tasks.scrape_failed
+    for key in tasks.missing:
+        assert failed[key] == {
+            "url": tasks.urls[key],
+            "error_kind": "permanent",
+            "error_class": "HttpStatusError",
+            "message": "HTTP response 404",
+            "attempts": 1,
+            "http_status": 404,
+        }
+    for key in tasks.flaky:
+        assert failed[key]["error_kind"] == "transient" and failed[key]["http_status"] == 503
 
 
 def step_rows(layout: DataLayout, executor: str) -> dict[str, tuple]:

@@ -31,6 +31,7 @@ class Succeeded(NamedTuple):
     size: int | None
     md5: str | None
     skipped: bool
+    url: str | None = None
 
 
 @dataclass
@@ -55,6 +56,7 @@ class StepReport:
                 result.size,
                 result.md5,
                 result.outcome == "SKIPPED",
+                result.url,
             )
 
     @property
