@@ -15,13 +15,25 @@ Modules:
     rebuild: DuckDB made to agree with the status files, read through `engine.state`.
     schema: the SQL (tables, the `current_state` view, ingest statements).
     queries: the queries users run, and `summary_text`.
+    frames: results as pandas frames (`read_pages`, `read_steps`, `read_current_state`).
 
 Imports allowed: `scrapeflow_dagster.engine.errors`, `scrapeflow_dagster.engine.redact`,
 `scrapeflow_dagster.engine.state.*` (the status format has its one owner there), duckdb,
 orjson. Never Dagster, never `run`, `executors` or `proxies`: the run records through a Ledger.
 """
 
-from scrapeflow_dagster.engine.history.connection import LedgerLockedError, connect_readonly
+from scrapeflow_dagster.engine.history.connection import (
+    LedgerLockedError,
+    connect_readonly,
+    find_lock_holder,
+)
+from scrapeflow_dagster.engine.history.frames import (
+    RESULTS,
+    read_current_state,
+    read_pages,
+    read_result,
+    read_steps,
+)
 from scrapeflow_dagster.engine.history.ledger import Ledger
 from scrapeflow_dagster.engine.history.queries import QUERIES, summary_text
 from scrapeflow_dagster.engine.history.rebuild import (
@@ -37,6 +49,7 @@ from scrapeflow_dagster.engine.state.schema import utc_now
 
 __all__ = [
     "QUERIES",
+    "RESULTS",
     "STEP_STATUSES",
     "Ledger",
     "LedgerLockedError",
@@ -48,8 +61,13 @@ __all__ = [
     "TaskRow",
     "connect_readonly",
     "default_spool_dir",
+    "find_lock_holder",
     "new_spool_name",
     "parse_status_file",
+    "read_current_state",
+    "read_pages",
+    "read_result",
+    "read_steps",
     "rebuild_from_status_dir",
     "summary_text",
     "sync_spool",

@@ -2,16 +2,20 @@
 
 DuckDB lets one process open a file read-write, and none while another process holds it (even
 read-only). Both openers here retry a lock conflict with jittered exponential backoff until a
-deadline; any other failure (a missing or broken file) is raised at once.
+deadline; any other failure (a missing or broken file) is raised at once. A lock that never came
+is reported with the process holding it (DuckDB's error names its PID).
 """
 
 import logging
 import random
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+
+from scrapeflow_dagster.engine.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +79,11 @@ def _connect_waiting(
                 raise
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LedgerLockedError(f"ledger {db_path} stayed locked: {exc}") from exc
+                holder = lock_holder(str(exc)) or str(exc)
+                raise LedgerLockedError(
+                    f"ledger {db_path} stayed locked for {lock_timeout_seconds:g} s: "
+                    f"held by {holder}"
+                ) from exc
             time.sleep(min(delay, remaining))
     raise AssertionError("unreachable: _backoff_delays is endless")
 
@@ -92,3 +100,54 @@ def _is_lock_conflict(exc: duckdb.Error) -> bool:
     text = str(exc)
     # The second one: this process already has the file open read-only (or vice versa).
     return "Could not set lock" in text or "different configuration" in text
+
+
+# DuckDB's text: `Conflicting lock is held in /usr/bin/python3 (PID 12345)`.
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
+_MAX_COMMAND_CHARS = 200
+
+
+def lock_holder(error_text: str) -> str | None:
+    """The process a DuckDB lock error names, as `PID 12345 (its command line)`.
+
+    The command line is read from `/proc/<pid>/cmdline` when the system has it (redacted,
+    shortened), else it is the program DuckDB names.
+
+    Returns:
+        The description, or None when the text names no process.
+    """
+    found = _LOCK_HOLDER.search(error_text)
+    if found is None:
+        return None
+    pid = int(found["pid"])
+    command = _command_line(pid) or found["program"]
+    return f"PID {pid} ({command})"
+
+
+def find_lock_holder(db_path: Path) -> str | None:
+    """Try once to open `db_path` read-write, and describe the process that holds it.
+
+    For a message after a wait ran out: the opener that waited may not keep DuckDB's text.
+
+    Returns:
+        `lock_holder`'s description, or None when the file is free now (or the holder unnamed).
+    """
+    try:
+        conn = duckdb.connect(str(db_path), read_only=False, config=_WRITER_CONFIG)
+    except (duckdb.IOException, duckdb.ConnectionException) as exc:
+        return lock_holder(str(exc)) if _is_lock_conflict(exc) else None
+    conn.close()
+    return None
+
+
+def _command_line(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # not Linux, or the process is gone
+        return None
+    # A `python -c` script may span lines: one line, and never a credential, in our message.
+    parts = [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+    command = " ".join(redact(" ".join(parts)).split())
+    if len(command) > _MAX_COMMAND_CHARS:
+        command = command[: _MAX_COMMAND_CHARS - 3] + "..."
+    return command or None

@@ -3,56 +3,18 @@
 """
 
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.cli.helpers import Run, write_csv
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
-from scrapeflow_dagster_tests.support.paths import BIN_DIR
-from scrapeflow_dagster_tests.support.processes import process_env
-
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture
-def run_command(dagster_home: Path, layout: DataLayout, tmp_path: Path) -> Run:
-    """`run("scrapeflow", *args)` / `run("dagster", *args)` with the temp homes, from tmp_path."""
-    env = process_env(dagster_home, layout.root)
-
-    def run(program: str, *args: str, timeout_seconds: float = 120) -> subprocess.CompletedProcess:
-        executable = BIN_DIR / program
-        assert executable.exists(), f"{executable} is not installed (pip install -e .)"
-        return subprocess.run(
-            [str(executable), *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout_seconds,
-        )
-
-    return run
-
-
-@pytest.fixture
-def cli_instance(dagster_home: Path) -> Iterator[Callable[[], dg.DagsterInstance]]:
-    """Opens the instance of the temp `DAGSTER_HOME` (fresh each call: other processes write)."""
-    opened: list[dg.DagsterInstance] = []
-
-    def get() -> dg.DagsterInstance:
-        opened.append(dg.DagsterInstance.get())
-        return opened[-1]
-
-    yield get
-    for instance in opened:
-        instance.dispose()
 
 
 def materialize_cli(run: Run, *selection: str) -> subprocess.CompletedProcess:
@@ -66,11 +28,6 @@ def materialize_cli(run: Run, *selection: str) -> subprocess.CompletedProcess:
         "scrape",
         *selection,
     )
-
-
-def write_csv(path: Path, rows: Sequence[tuple[str, str]]) -> Path:
-    path.write_text("key,url\n" + "".join(f"{key},{url}\n" for key, url in rows))
-    return path
 
 
 def test_tasks_add_names_bad_lines_and_still_adds_good_ones(

@@ -1,0 +1,76 @@
+"""The `scrapeflow` command: add and inspect tasks, run executor assets over what is missing or
+failed, keep DuckDB in step and export results, serve the test site.
+
+One module per command group, each with `add_parser(sub, parent)` and its `cmd_*` functions:
+`tasks` (add) and `task_views` (list, show, find), `status`, `db`, `export`, `materialize`,
+`home`, `site` (site, demo); `common` and `progress` are shared. Dagster is imported only by
+the commands that use it, so the others start fast.
+"""
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+from scrapeflow_dagster.cli import (
+    common,
+    db,
+    export,
+    home,
+    materialize,
+    site,
+    status,
+    tasks,
+)
+from scrapeflow_dagster.engine.history import LedgerLockedError
+
+DESCRIPTION = (
+    "Add tasks, see their status, run executor assets, keep DuckDB in step, export results."
+)
+EPILOG = """exit codes:
+  0  done (also: nothing to materialize)
+  1  some input refused (tasks add), some runs failed (materialize: some tasks failed),
+     no task found (tasks find)
+  2  nothing done: bad usage, nothing could be read, DuckDB held by another process,
+     an unusable data folder
+"""
+_COMMAND_MODULES = (tasks, status, db, export, materialize, home, site)
+
+
+def package_version() -> str:
+    """The installed version of scrapeflow-dagster."""
+    try:
+        return version("scrapeflow-dagster")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `scrapeflow`."""
+    parser = argparse.ArgumentParser(
+        prog="scrapeflow",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"scrapeflow {package_version()}")
+    parser.add_argument("--data-dir", help=common.DATA_DIR_HELP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parent = common.data_dir_parent()
+    for module in _COMMAND_MODULES:
+        module.add_parser(sub, parent)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `scrapeflow` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (common.UsageError, LedgerLockedError, OSError, ValueError) as exc:
+        common.say_error(exc)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""What every `scrapeflow` command shares: the data folder option, usage errors, plain tables."""
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeAlias
+
+from scrapeflow_dagster.engine.state.layout import DataLayout
+
+DATA_DIR_HELP = "data folder (default $SCRAPEFLOW_DATA_DIR or data/)"
+
+# How long a command waits for another process to let go of DuckDB: with interpreter start-up,
+# a held file is reported within about 10 s.
+LOCK_TIMEOUT_SECONDS = 8.0
+
+# What `add_subparsers` returns; each command module adds its parsers to it.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class UsageError(Exception):
+    """What the command was given cannot be used; `main` says why and exits 2."""
+
+
+def data_dir_parent() -> argparse.ArgumentParser:
+    """The parent parser of every subcommand: `--data-dir` also after the subcommand.
+
+    Its default is SUPPRESS, so a subcommand without it keeps the value given before it.
+    """
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--data-dir", default=argparse.SUPPRESS, help=DATA_DIR_HELP)
+    return parent
+
+
+def add_command(
+    sub: Subparsers,
+    parent: argparse.ArgumentParser,
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    *,
+    summary: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add the subcommand `name` (it takes `--data-dir` too), run by `run(args)`.
+
+    Args:
+        summary: its line in the parent's help.
+        description: its own `--help` text (default `summary`).
+    """
+    parser = sub.add_parser(
+        name, parents=[parent], help=summary, description=description or summary
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
+def layout(args: argparse.Namespace) -> DataLayout:
+    """The data folder of `--data-dir`, else `$SCRAPEFLOW_DATA_DIR`, else `data/`."""
+    data_dir = getattr(args, "data_dir", None)
+    return DataLayout(Path(data_dir).resolve()) if data_dir else DataLayout.from_env()
+
+
+def say_error(message: object) -> None:
+    """`scrapeflow: message` on stderr."""
+    print(f"scrapeflow: {message}", file=sys.stderr)
+
+
+def plural(count: int, word: str) -> str:
+    """`1 task`, `2 tasks`."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows (the first one a header) as lines of left-aligned columns, two spaces apart.
+
+    The last column is not padded, so a long last value (a URL) leaves the others aligned.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    ]

@@ -1,0 +1,63 @@
+"""`scrapeflow export pages|steps|tasks|current_state --format parquet|csv|jsonl --output FILE`:
+a result copied out by DuckDB's own `COPY (SELECT ...) TO`, on a read-only connection."""
+
+import argparse
+from pathlib import Path
+
+from scrapeflow_dagster.cli import common
+from scrapeflow_dagster.engine.history import RESULTS, connect_readonly, sync_spool
+
+# Our format names -> DuckDB's (its JSON is one object per line) and the usual file suffixes.
+FORMATS = {"parquet": "PARQUET", "csv": "CSV", "jsonl": "JSON"}
+_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+SUMMARY = "write pages, steps, tasks or current_state to a parquet, csv or jsonl file"
+DESCRIPTION = (
+    "steps: every step run; current_state: the latest run of each task and executor; "
+    "pages: one row per parsed page; tasks: the params of every task."
+)
+# A best-effort sync first (as `db summary` does), so the export has what runs spooled; it
+# waits little, and the read the rest of the usual wait.
+_SYNC_LOCK_TIMEOUT_SECONDS = 1.0
+_READ_LOCK_TIMEOUT_SECONDS = common.LOCK_TIMEOUT_SECONDS - _SYNC_LOCK_TIMEOUT_SECONDS
+
+
+def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
+    """`export RESULT --format F --output FILE`."""
+    export = common.add_command(
+        sub, parent, "export", cmd_export, summary=SUMMARY, description=DESCRIPTION
+    )
+    export.add_argument("result", choices=sorted(RESULTS))
+    suffixes = "default: from the output file's suffix (.parquet, .csv, .jsonl)"
+    export.add_argument("--format", choices=sorted(FORMATS), help=suffixes)
+    export.add_argument("--output", "-o", required=True, metavar="FILE")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Sync the spool (best effort), then `COPY` the result to the file; prints the row count."""
+    layout = common.layout(args)
+    output = Path(args.output).resolve()
+    file_format = args.format or _SUFFIXES.get(output.suffix.lower())
+    if file_format is None:
+        raise common.UsageError(
+            f"say --format {'|'.join(sorted(FORMATS))}: {output.name} has no known suffix"
+        )
+    if not layout.db_path.is_file():
+        raise common.UsageError(f"no DuckDB file at {layout.db_path}: add tasks first")
+    if not output.parent.is_dir():
+        raise common.UsageError(f"no folder {output.parent} for {output.name}")
+    synced = sync_spool(
+        layout.db_path, layout.spool_dir, lock_timeout_seconds=_SYNC_LOCK_TIMEOUT_SECONDS
+    )
+    conn = connect_readonly(layout.db_path, lock_timeout_seconds=_READ_LOCK_TIMEOUT_SECONDS)
+    try:
+        row = conn.execute(
+            f"COPY ({RESULTS[args.result]}) TO ? (FORMAT {FORMATS[file_format]})", [str(output)]
+        ).fetchone()
+    finally:
+        conn.close()
+    rows = int(row[0]) if row else 0
+    note = f" ({synced.pending_files} spool files not synced: DuckDB busy)" if synced.locked else ""
+    print(
+        f"exported {common.plural(rows, 'row')} of {args.result} to {output} ({file_format}){note}"
+    )
+    return 0

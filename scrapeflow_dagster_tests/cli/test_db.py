@@ -1,0 +1,86 @@
+"""`scrapeflow db sync | rebuild` as real processes: one readable line each, and a DuckDB file
+held by another process named with that process, within seconds, exit 2."""
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.cli.helpers import Run, add_through_the_cli
+from scrapeflow_dagster_tests.support.paths import PYTHON
+
+_HOLDER_SCRIPT = """
+import sys
+
+import duckdb
+
+conn = duckdb.connect(sys.argv[1])  # read-write: DuckDB lets no other process in
+print("holding", flush=True)
+sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+@pytest.fixture
+def stored(run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout) -> Path:
+    """Two tasks added (so DuckDB exists); returns the DuckDB file."""
+    rows = [(f"d-{n}", site_thread.url(f"/page/{n}")) for n in range(2)]
+    add_through_the_cli(run_command, tmp_path, rows)
+    return layout.db_path
+
+
+@pytest.fixture
+def holder(stored: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the DuckDB file read-write."""
+    proc = subprocess.Popen(
+        [PYTHON, "-c", _HOLDER_SCRIPT, str(stored)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
+    yield proc
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=30)
+
+
+def test_db_sync_and_rebuild_print_one_readable_line(run_command: Run, stored: Path) -> None:
+    synced = run_command("scrapeflow", "db", "sync")
+    rebuilt = run_command("scrapeflow", "db", "rebuild")
+
+    assert (synced.returncode, rebuilt.returncode) == (0, 0), synced.stderr + rebuilt.stderr
+    assert synced.stdout.splitlines() == [
+        f"synced 0 rows from 0 spool files into {stored}; 0 pending (locked=False)"
+    ]
+    assert rebuilt.stdout.splitlines() == [
+        f"rebuilt {stored} from 2 status files: 2 tasks upserted, "
+        "0 step runs added where DuckDB disagreed"
+    ]
+    assert "Result(" not in synced.stdout + rebuilt.stdout
+
+
+@pytest.mark.parametrize(
+    ("action", "options", "limit_seconds"),
+    [("rebuild", [], 12.0), ("sync", ["--lock-timeout", "1"], 5.0)],
+)
+def test_a_held_duckdb_names_the_file_and_its_holder_and_exits_2(
+    run_command: Run,
+    stored: Path,
+    holder: subprocess.Popen[str],
+    action: str,
+    options: list[str],
+    limit_seconds: float,
+) -> None:
+    started = time.monotonic()
+    done = run_command("scrapeflow", "db", action, *options, timeout_seconds=60)
+    elapsed = time.monotonic() - started
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert elapsed < limit_seconds, elapsed
+    assert str(stored) in done.stderr and f"PID {holder.pid} (" in done.stderr, done.stderr
+    assert "duckdb.connect" in done.stderr  # its command line, from /proc
+    assert "Traceback" not in done.stderr
