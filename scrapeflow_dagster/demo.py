@@ -9,10 +9,11 @@ import urllib.request
 from pathlib import Path
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
+from scrapeflow_dagster.defs.assets import executor_assets
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import ensure_dagster_home
 
-ASSETS = ("scrape", "validation", "pages")
+ASSETS = tuple(asset.key.to_user_string() for asset in executor_assets)
 
 
 def _wait_for(url: str, timeout_seconds: float = 15.0) -> None:
