@@ -11,7 +11,19 @@ telemetry:
   enabled: false
 run_queue:
   max_concurrent_runs: 4
+# Asset events written in batches (one transaction per 1,000), the rest as stock SQLite does;
+# runs and schedules keep Dagster's default SQLite storage in this folder.
+event_log_storage:
+  module: scrapeflow_dagster.storage.sqlite_batched
+  class: BatchedSqliteEventLogStorage
+  config:
+    base_dir: {runs_dir}
 """
+
+
+def dagster_yaml(home: Path) -> str:
+    """The embedded home's dagster.yaml for `home` (SQLite, batched asset events)."""
+    return _DAGSTER_YAML.format(runs_dir=(home / "history" / "runs").resolve())
 
 
 def ensure_dagster_home(default: str = DEFAULT_HOME) -> Path:
@@ -20,7 +32,7 @@ def ensure_dagster_home(default: str = DEFAULT_HOME) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text(_DAGSTER_YAML)
+        config.write_text(dagster_yaml(home))
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -38,9 +50,10 @@ def init_dagster_home(*, force: bool = False, default: str = DEFAULT_HOME) -> Pa
     home = Path(os.environ.get("DAGSTER_HOME") or default).resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if config.exists() and config.read_text() != _DAGSTER_YAML and not force:
+    wanted = dagster_yaml(home)
+    if config.exists() and config.read_text() != wanted and not force:
         raise HomeConflictError(f"{config} exists with other settings (use --force to replace)")
-    config.write_text(_DAGSTER_YAML)
+    config.write_text(wanted)
     return home
 
 

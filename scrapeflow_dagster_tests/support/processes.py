@@ -10,18 +10,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV
+from scrapeflow_dagster.instance import dagster_yaml
 
 _T = TypeVar("_T")
 
 # Proxy settings of the developer's shell would change what a test's child process fetches.
 PROXY_ENV_NAMES = ("SCRAPEFLOW_PROXY_KIND", "SCRAPEFLOW_PROXY_URLS", "WEBSHARE_API_KEY")
-DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 
 
 def init_dagster_home(home: Path) -> Path:
-    """Create `home` as a `DAGSTER_HOME` (default SQLite storage, telemetry off); returns it."""
+    """Create `home` as a `DAGSTER_HOME` with the dagster.yaml `scrapeflow home init` writes
+    (SQLite, batched asset events, telemetry off); returns it."""
     home.mkdir()
-    (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    (home / "dagster.yaml").write_text(dagster_yaml(home))
     return home
 
 

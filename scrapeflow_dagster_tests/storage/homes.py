@@ -1,0 +1,100 @@
+"""Temp Dagster homes with the stock or the batched event log, and the real CLI run on them."""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from scrapeflow_dagster_tests.storage.partitioned_defs import keys_partitions_def
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFS_MODULE = "scrapeflow_dagster_tests.storage.partitioned_defs"
+CLI_TIMEOUT_SECONDS = 300.0
+
+STOCK_YAML = "telemetry:\n  enabled: false\n"
+BATCHED_YAML = """event_log_storage:
+  module: scrapeflow_dagster.storage.sqlite_batched
+  class: BatchedSqliteEventLogStorage
+  config:
+    base_dir: {base_dir}
+"""
+
+
+def write_home(home: Path, *, batched: bool, options: dict[str, Any] | None = None) -> Path:
+    """A fresh Dagster home at `home` with stock storage or the batched event log.
+
+    Args:
+        home: the folder (created).
+        batched: configure `BatchedSqliteEventLogStorage` as the event log storage.
+        options: more keys of the batched storage's config (`max_buffered_events`, ...).
+    """
+    home.mkdir(parents=True)
+    text = STOCK_YAML
+    if batched:
+        text += BATCHED_YAML.format(base_dir=home / "history" / "runs")
+        for name, value in (options or {}).items():
+            text += f"    {name}: {value}\n"
+    (home / "dagster.yaml").write_text(text)
+    return home
+
+
+@contextmanager
+def instance_of(home: Path) -> Iterator[dg.DagsterInstance]:
+    """`DagsterInstance.get()` with `DAGSTER_HOME` set to `home`, disposed afterwards."""
+    previous = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(home)
+    try:
+        with dg.DagsterInstance.get() as instance:
+            yield instance
+    finally:
+        if previous is None:
+            del os.environ["DAGSTER_HOME"]
+        else:
+            os.environ["DAGSTER_HOME"] = previous
+
+
+def add_partitions(home: Path, keys: Sequence[str]) -> None:
+    with instance_of(home) as instance:
+        instance.add_dynamic_partitions(keys_partitions_def.name or "", list(keys))
+
+
+def process_env(home: Path) -> dict[str, str]:
+    """The environment of a CLI process on `home`: no inherited Dagster settings, fixed hashes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
+    env["DAGSTER_HOME"] = str(home)
+    # Dagster orders a run's partitions by iterating sets: a fixed seed gives two homes the
+    # same order of events, hence the same event ids.
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def materialize_command(
+    asset: str, first: str, last: str, config: dict[str, Any] | None = None
+) -> list[str]:
+    """`python -m dagster asset materialize` of `asset` over `first...last`."""
+    command = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", DEFS_MODULE]
+    command += ["--select", asset, "--partition-range", f"{first}...{last}"]
+    if config:
+        command += ["--config-json", json.dumps({"ops": {asset: {"config": config}}})]
+    return command
+
+
+def materialize(
+    home: Path, asset: str, first: str, last: str, config: dict[str, Any] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI to materialise `asset` over `first...last` on `home`."""
+    return subprocess.run(
+        materialize_command(asset, first, last, config),
+        cwd=home,
+        env=process_env(home),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_SECONDS,
+    )

@@ -1,0 +1,124 @@
+"""What Dagster reads back about an asset, in a form two homes can be compared in.
+
+Run ids, timestamps and data versions differ between two homes running the same commands;
+runs are named by their position (0 for the oldest) and the rest is left out. Event ids are
+kept: the same commands give the same ids in the index shard when the rows are the same.
+"""
+
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster._core.events import DagsterEventType
+
+from scrapeflow_dagster_tests.storage.partitioned_defs import keys_partitions_def
+
+MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION
+PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+ASSET_EVENT_TYPES = {MATERIALIZATION, PLANNED}
+RECORDS_LIMIT = 10_000
+
+
+def run_positions(instance: dg.DagsterInstance) -> dict[str, int]:
+    """Each run id and its position, oldest first."""
+    return {run.run_id: i for i, run in enumerate(reversed(instance.get_runs()))}
+
+
+def states(instance: dg.DagsterInstance, asset: str, keys: list[str]) -> dict[str, str | None]:
+    """`get_status_by_partition` of `keys`, by status name (None: missing)."""
+    found = instance.get_status_by_partition(dg.AssetKey(asset), keys, keys_partitions_def) or {}
+    return {key: found[key].value if found.get(key) else None for key in keys}
+
+
+def asset_records(
+    instance: dg.DagsterInstance, asset: str, event_type: DagsterEventType
+) -> list[dg.EventLogRecord]:
+    """The asset's events of `event_type` from the index shard, oldest first."""
+    records = instance.get_event_records(
+        dg.EventRecordsFilter(event_type, asset_key=dg.AssetKey(asset)),
+        limit=RECORDS_LIMIT,
+        ascending=True,
+    )
+    assert len(records) < RECORDS_LIMIT
+    return list(records)
+
+
+def latest_materializations(
+    instance: dg.DagsterInstance, asset: str
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Per partition: the run position and metadata of its latest materialisation."""
+    positions = run_positions(instance)
+    latest: dict[str, tuple[int, dict[str, Any]]] = {}
+    for record in asset_records(instance, asset, MATERIALIZATION):
+        materialization = record.asset_materialization
+        assert materialization is not None and materialization.partition is not None
+        metadata = {name: value.value for name, value in materialization.metadata.items()}
+        latest[materialization.partition] = (positions[record.run_id], metadata)
+    return latest
+
+
+def run_shard_asset_events(
+    instance: dg.DagsterInstance, run_id: str
+) -> list[tuple[str, str | None, str | None]]:
+    """The run's asset events as its own shard holds them, in id order."""
+    records = instance.get_records_for_run(run_id, limit=RECORDS_LIMIT).records
+    assert len(records) < RECORDS_LIMIT
+    events = []
+    for record in records:
+        dagster_event = record.event_log_entry.dagster_event
+        if dagster_event is not None and dagster_event.event_type in ASSET_EVENT_TYPES:
+            asset_key = dagster_event.asset_key.to_string() if dagster_event.asset_key else None
+            events.append((dagster_event.event_type_value, asset_key, dagster_event.partition))
+    return events
+
+
+def index_shard_rows(home: Path, positions: dict[str, int]) -> dict[str, Any]:
+    """The index shard's rows that Dagster reads for assets, without run ids and timestamps."""
+    with sqlite3.connect(home / "history" / "runs" / "index.db") as db:
+        events = [
+            (event_id, positions.get(run_id, run_id), event_type, asset_key, partition, step)
+            for event_id, run_id, event_type, asset_key, partition, step in db.execute(
+                "SELECT id, run_id, dagster_event_type, asset_key, partition, step_key"
+                " FROM event_logs ORDER BY id"
+            )
+        ]
+        tags = db.execute(
+            "SELECT event_id, asset_key, key FROM asset_event_tags ORDER BY id"
+        ).fetchall()
+        asset_keys = [
+            (asset_key, positions.get(last_run_id, last_run_id), has_last, has_timestamp, cached)
+            for asset_key, last_run_id, has_last, has_timestamp, cached in db.execute(
+                "SELECT asset_key, last_run_id, last_materialization IS NOT NULL,"
+                " last_materialization_timestamp IS NOT NULL, cached_status_data"
+                " FROM asset_keys ORDER BY asset_key"
+            )
+        ]
+    return {"events": events, "tags": tags, "asset_keys": asset_keys}
+
+
+def asset_snapshot(
+    instance: dg.DagsterInstance, home: Path, asset: str, keys: list[str]
+) -> dict[str, Any]:
+    """Everything the tests compare about `asset` between two homes."""
+    positions = run_positions(instance)
+    materializations = asset_records(instance, asset, MATERIALIZATION)
+    entry = instance.get_asset_records([dg.AssetKey(asset)])[0].asset_entry
+    last = entry.last_materialization_record
+    return {
+        "states": Counter(states(instance, asset, keys).values()),
+        "materializations": len(materializations),
+        "planned": len(asset_records(instance, asset, PLANNED)),
+        "latest": latest_materializations(instance, asset),
+        "last_run": positions[entry.last_run_id or ""],
+        "last_materialization": (
+            (last.storage_id, last.partition_key) if last is not None else None
+        ),
+        "last_materialization_is_latest": last is not None
+        and last.storage_id == materializations[-1].storage_id,
+        "run_shards": {
+            position: run_shard_asset_events(instance, run_id)
+            for run_id, position in positions.items()
+        },
+    }

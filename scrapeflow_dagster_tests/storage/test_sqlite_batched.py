@@ -1,0 +1,199 @@
+"""`BatchedSqliteEventLogStorage` in this process, on real SQLite files: when it writes, and
+that it writes the same rows as Dagster's own `SqliteEventLogStorage` fed the same events."""
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+from scrapeflow_dagster.storage import version_guard
+from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
+from scrapeflow_dagster_tests.storage.events import log_line, materialized, planned
+from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, instance_of, write_home
+
+RUN = "0f1e2d3c-0000-4000-8000-000000000001"
+OTHER_RUN = "0f1e2d3c-0000-4000-8000-000000000002"
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Iterator[BatchedSqliteEventLogStorage]:
+    batched = BatchedSqliteEventLogStorage(str(tmp_path / "runs"), max_buffered_events=4)
+    yield batched
+    batched.dispose()
+
+
+def shard_rows(base_dir: Path, shard: str, columns: str = "dagster_event_type, partition"):
+    """Rows of a shard's event_logs in id order, read with plain sqlite3 (no flush)."""
+    path = base_dir / f"{shard}.db"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as db:
+        return db.execute(f"SELECT {columns} FROM event_logs ORDER BY id").fetchall()
+
+
+def table_dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the tables asset events touch (asset_keys without its creation time)."""
+    with sqlite3.connect(path) as db:
+        return {
+            "event_logs": db.execute("SELECT * FROM event_logs ORDER BY id").fetchall(),
+            "asset_event_tags": db.execute("SELECT * FROM asset_event_tags ORDER BY id").fetchall(),
+            "asset_keys": db.execute(
+                "SELECT id, asset_key, last_materialization, last_run_id, asset_details,"
+                " wipe_timestamp, last_materialization_timestamp, tags, cached_status_data"
+                " FROM asset_keys ORDER BY id"
+            ).fetchall(),
+        }
+
+
+def two_runs() -> list[EventLogEntry]:
+    """Planned events, a log line, materialisations of two assets, a runless one, a second run."""
+    events = [planned(RUN, "a", f"p{i}") for i in range(5)] + [planned(RUN, "b", "p0")]
+    events.append(log_line(RUN))
+    events += [materialized(RUN, "a", f"p{i}") for i in range(5)]
+    events.append(materialized(RUN, "b", "p0", version="v7"))
+    events.append(materialized("", "b", "p1"))  # runless: reported from outside any run
+    events += [planned(OTHER_RUN, "a", "p0"), materialized(OTHER_RUN, "a", "p0", version="v2")]
+    events += [planned(RUN, "b", "p2")]
+    return events
+
+
+def test_the_same_events_give_the_same_rows_as_stock_dagster(tmp_path: Path) -> None:
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=3)
+    events = two_runs()
+    for event in events[:8]:
+        stock.store_event(event)
+        batched.store_event(event)
+    stock.store_event_batch(events[8:])
+    batched.store_event_batch(events[8:])
+    batched.dispose()
+    stock.dispose()
+    for shard in ("index", RUN, OTHER_RUN, ""):
+        assert table_dump(tmp_path / "batched" / f"{shard}.db") == table_dump(
+            tmp_path / "stock" / f"{shard}.db"
+        ), shard
+
+
+def test_asset_events_wait_for_the_next_other_event_and_keep_their_order(
+    storage: BatchedSqliteEventLogStorage, tmp_path: Path
+) -> None:
+    for i in range(3):
+        storage.store_event(materialized(RUN, "a", f"p{i}"))
+    assert storage.buffered_event_count == 3
+    assert shard_rows(tmp_path / "runs", RUN) == []
+
+    storage.store_event(log_line(RUN))
+
+    assert storage.buffered_event_count == 0
+    assert shard_rows(tmp_path / "runs", RUN) == [
+        ("ASSET_MATERIALIZATION", "p0"),
+        ("ASSET_MATERIALIZATION", "p1"),
+        ("ASSET_MATERIALIZATION", "p2"),
+        (None, None),
+    ]
+
+
+def test_a_full_buffer_is_written(storage: BatchedSqliteEventLogStorage, tmp_path: Path) -> None:
+    for i in range(10):
+        storage.store_event(planned(RUN, "a", f"p{i}"))
+    assert storage.buffered_event_count == 2
+    assert len(shard_rows(tmp_path / "runs", "index")) == 8
+
+
+def test_an_old_buffer_is_written_when_the_next_event_comes(tmp_path: Path) -> None:
+    storage = BatchedSqliteEventLogStorage(str(tmp_path / "runs"), max_buffer_seconds=0.0)
+    storage.store_event(planned(RUN, "a", "p0"))
+    storage.store_event(planned(RUN, "a", "p1"))
+    assert storage.buffered_event_count == 0
+    assert len(shard_rows(tmp_path / "runs", RUN)) == 2
+    storage.dispose()
+
+
+def test_reads_see_the_buffered_events(storage: BatchedSqliteEventLogStorage) -> None:
+    for i in range(3):
+        storage.store_event(materialized(RUN, "a", f"p{i}"))
+    found = storage.fetch_materializations(dg.AssetKey("a"), limit=10).records
+    assert [record.partition_key for record in found] == ["p2", "p1", "p0"]
+    assert storage.buffered_event_count == 0
+
+
+def test_a_batch_is_written_before_store_event_batch_returns(
+    storage: BatchedSqliteEventLogStorage, tmp_path: Path
+) -> None:
+    storage.store_event(planned(RUN, "a", "p0"))
+    storage.store_event_batch([planned(RUN, "a", "p1"), planned(RUN, "b", "p1")])
+    assert storage.buffered_event_count == 0
+    assert [row[1] for row in shard_rows(tmp_path / "runs", "index")] == ["p0", "p1", "p1"]
+
+
+def test_runless_events_are_not_buffered(storage: BatchedSqliteEventLogStorage) -> None:
+    storage.store_event(materialized("", "a", "p0"))
+    assert storage.buffered_event_count == 0
+
+
+def test_the_buffer_is_written_at_exit(tmp_path: Path) -> None:
+    script = (
+        "from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage\n"
+        "from scrapeflow_dagster_tests.storage.events import planned\n"
+        f"storage = BatchedSqliteEventLogStorage({str(tmp_path / 'runs')!r})\n"
+        f"storage.store_event(planned({RUN!r}, 'a', 'p0'))\n"
+        "assert storage.buffered_event_count == 1\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    assert shard_rows(tmp_path / "runs", RUN) == [("ASSET_MATERIALIZATION_PLANNED", "p0")]
+
+
+def test_a_forked_child_does_not_write_its_parents_buffer(
+    storage: BatchedSqliteEventLogStorage, tmp_path: Path
+) -> None:
+    storage.store_event(planned(RUN, "a", "p0"))
+    pid = os.fork()
+    if pid == 0:  # the child: exits without Python's cleanup, as multiprocessing's fork does
+        os._exit(0 if storage.buffered_event_count == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert storage.buffered_event_count == 1
+    storage.flush()
+    assert len(shard_rows(tmp_path / "runs", RUN)) == 1
+
+
+def test_dagster_yaml_configures_it_for_every_process(tmp_path: Path) -> None:
+    home = write_home(
+        tmp_path / "home",
+        batched=True,
+        options={"max_buffered_events": 7, "max_buffer_seconds": 0.5},
+    )
+    with instance_of(home) as instance:
+        storage = instance.event_log_storage
+        assert isinstance(storage, BatchedSqliteEventLogStorage)
+        config = storage.inst_data.config_dict if storage.inst_data else {}
+        assert config["max_buffered_events"] == 7
+        # Step and run processes rebuild the instance from its ref.
+        with dg.DagsterInstance.from_ref(instance.get_ref()) as rebuilt:
+            assert isinstance(rebuilt.event_log_storage, BatchedSqliteEventLogStorage)
+            assert rebuilt.event_log_storage.inst_data == storage.inst_data
+
+
+@pytest.mark.parametrize("version", ["1.13.28", "1.14.0", "1.13.27rc1", "1!0+dev"])
+def test_another_dagster_version_is_refused_with_one_warning(version: str) -> None:
+    with pytest.warns(RuntimeWarning, match=re.escape(f"this is dagster {version}:")):
+        assert not version_guard.supports_dagster_version(version)
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        assert not version_guard.supports_dagster_version(version)
+    assert again == []
+
+
+def test_the_written_against_version_is_accepted() -> None:
+    assert version_guard.supports_dagster_version(version_guard.WRITTEN_AGAINST_DAGSTER)
