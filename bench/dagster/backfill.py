@@ -72,7 +72,8 @@ def backfill_once(
     extra_cpu: Any = None,
 ) -> dict[str, Any]:
     """dagster dev on a fresh home; add the partitions; backfill them all; time it."""
-    home = make_home(root, f"dev-{name}")
+    # Ours on the home `scrapeflow home init` writes; the floor on Dagster's stock home.
+    home = make_home(root, f"dev-{name}", ours=name.startswith("ours"))
     env = bench_env(home, data)
     port = free_port()
     url = f"http://127.0.0.1:{port}"

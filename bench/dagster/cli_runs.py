@@ -95,7 +95,7 @@ def measure_ours(
     home_parent: Path | None = None,
 ) -> dict[str, Any]:
     """`scrapeflow tasks add` of the task file, then `scrape` materialised over its keys."""
-    home = make_home(home_parent or root, f"ours-{tag}")
+    home = make_home(home_parent or root, f"ours-{tag}", ours=True)
     data = root / f"data-{tag}"
     env = bench_env(home, data, extra_env)
     add = run_measured(

@@ -7,8 +7,9 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-# What scrapeflow's embedded default writes (scrapeflow_dagster/instance.py), so a benchmark
-# home behaves like a user's: SQLite storage in the folder, telemetry off.
+from scrapeflow_dagster.instance import dagster_yaml
+
+# Dagster's stock home (the floor): SQLite storage in the folder, telemetry off.
 DAGSTER_YAML = """telemetry:
   enabled: false
 run_queue:
@@ -29,11 +30,13 @@ def temp_root(prefix: str, parent: str | None = None, keep: bool = False) -> Ite
             subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
-def make_home(root: Path, name: str, extra_yaml: str = "") -> Path:
-    """A fresh DAGSTER_HOME `root/name` with dagster.yaml (SQLite storage, telemetry off)."""
+def make_home(root: Path, name: str, extra_yaml: str = "", *, ours: bool = False) -> Path:
+    """A fresh DAGSTER_HOME `root/name`: Dagster's stock SQLite home, or with `ours` the one
+    `scrapeflow home init` writes (SQLite with batched asset events)."""
     home = root / name
     home.mkdir(parents=True, exist_ok=False)
-    (home / "dagster.yaml").write_text(DAGSTER_YAML + extra_yaml)
+    base = dagster_yaml(home) if ours else DAGSTER_YAML
+    (home / "dagster.yaml").write_text(base + extra_yaml)
     return home
 
 
