@@ -4,14 +4,18 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import ExecutorChain, interval_seconds
+from scrapeflow_dagster.defs.automation import (
+    ExecutorChain,
+    interval_seconds,
+    range_run_request,
+    run_exists,
+)
 from scrapeflow_dagster.defs.partitions import (
     TASKS_PARTITIONS_NAME,
     add_task_partitions,
     tasks_partitions_def,
 )
 from scrapeflow_dagster.defs.resources import StatusStoreResource
-from scrapeflow_dagster.defs.run_requests import range_run_request, run_exists
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.tasks.inbox import (

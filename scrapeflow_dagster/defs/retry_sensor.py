@@ -7,10 +7,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import MAX_RUNS_PER_TICK, ExecutorChain, interval_seconds
+from scrapeflow_dagster.defs.automation import (
+    MAX_RUNS_PER_TICK,
+    ExecutorChain,
+    interval_seconds,
+    range_run_request,
+)
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
 from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
-from scrapeflow_dagster.defs.run_requests import range_run_request
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.retry.between_runs import Decision, RetryRules, decide
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges

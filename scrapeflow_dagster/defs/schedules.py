@@ -6,10 +6,9 @@ from datetime import datetime
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import ExecutorChain
+from scrapeflow_dagster.defs.automation import ExecutorChain, range_run_request
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
-from scrapeflow_dagster.defs.run_requests import range_run_request
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.schema import StatusData, is_fresh, is_success, utc_now

@@ -10,8 +10,8 @@ import dagster as dg
 import orjson
 import pytest
 
+from scrapeflow_dagster.defs.automation import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status

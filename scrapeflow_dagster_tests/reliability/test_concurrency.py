@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.defs.run_requests import RANGE_END_TAG, RANGE_START_TAG
+from scrapeflow_dagster.defs.automation import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.reliability.conftest import Homes
 from scrapeflow_dagster_tests.reliability.helpers import (
