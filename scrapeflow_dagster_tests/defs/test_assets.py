@@ -189,6 +189,15 @@ def test_range_where_every_task_succeeds_materialises_each_partition(
     rest = tasks.keys[len(keys) :]
     assert partition_statuses(instance, "scrape", rest) == dict.fromkeys(rest)
     assert [c.passed for c in result.get_asset_check_evaluations()] == [True]
+    # Dagster materialises the partitions itself; each still carries its own metadata (and
+    # only one materialisation each).
+    events = [m for m in result.asset_materializations_for_node("scrape")]
+    assert sorted(str(m.partition) for m in events) == sorted(keys)
+    for event in events:
+        meta = {k: v.value for k, v in event.metadata.items()}
+        key = str(event.partition)
+        assert meta["url"] == tasks.urls[key] and meta["http_status"] == 200, (key, meta)
+        assert meta["size"] > 0 and meta["attempts"] == 1 and len(meta["md5"]) == 32
 
 
 def test_validation_fails_captcha_pages_and_keeps_their_scrape(
