@@ -9,6 +9,7 @@ the UI and a "failed and missing" backfill re-runs just them.
 
 import asyncio
 import inspect
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -176,17 +177,6 @@ def executor_asset(
     """
     asset_name = name or executor_name(executor)
 
-    @dg.asset(
-        name=asset_name,
-        partitions_def=tasks_partitions_def,
-        deps=list(requires),
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=asset_name)],
-        description=description or inspect.getdoc(executor),
-        group_name=GROUP_NAME,
-        kinds={"python"},
-        output_required=False,
-    )
     def _asset(
         context: dg.AssetExecutionContext,
         config: StepConfig,
@@ -211,4 +201,17 @@ def executor_asset(
         )
         yield from publish(context, report)
 
-    return _asset
+    # `backfill_policy` is beta in the pinned Dagster: the notice says nothing to our users.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.asset(
+            name=asset_name,
+            partitions_def=tasks_partitions_def,
+            deps=list(requires),
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=asset_name)],
+            description=description or inspect.getdoc(executor),
+            group_name=GROUP_NAME,
+            kinds={"python"},
+            output_required=False,
+        )(_asset)
