@@ -84,7 +84,7 @@ def add_partition_metadata(
     Returns:
         Whether the metadata was set.
     """
-    if not supports_dagster_version():
+    if not supports_dagster_version(fallback="partitions go without per-partition metadata"):
         return False
     from dagster._core.execution.context.metadata_logging import (
         AssetMetadataHandle,

@@ -48,6 +48,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     retry_after_max_seconds: float = _POLICY.retry_after_max_seconds
     max_body_bytes: int = _SETTINGS.max_body_bytes
     verify_tls: bool = _SETTINGS.verify_tls
+    user_agent: str = _SETTINGS.user_agent  # sent with every request
     block_status_codes: list[int] = Field(default_factory=lambda: list(_POLICY.block_status_codes))
 
     def build(self) -> ScrapeSettings:
@@ -56,6 +57,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             request_timeout_seconds=self.request_timeout_seconds,
             max_body_bytes=self.max_body_bytes,
             verify_tls=self.verify_tls,
+            user_agent=self.user_agent,
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,
                 max_proxy_attempts=self.max_proxy_attempts,

@@ -1,6 +1,20 @@
 """Tunable behaviour of a scrape, with units in the names and documented defaults."""
 
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+
+
+def _package_version() -> str:
+    try:
+        return version("scrapeflow-dagster")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "dev"
+
+
+# Names this project and where to read about it, as polite crawlers do (sites read it in logs).
+DEFAULT_USER_AGENT = (
+    f"scrapeflow-dagster/{_package_version()} (+https://pypi.org/project/scrapeflow-dagster/)"
+)
 
 # Defaults of a run and of the proxy pool: the one place each is written (resources and
 # `execute_async` read them from here).
@@ -36,5 +50,5 @@ class ScrapeSettings:
     request_timeout_seconds: float = 10.0  # one try, connect to last byte
     max_body_bytes: int = 20 * 1024 * 1024  # a larger body fails the task (BodyTooLargeError)
     verify_tls: bool = True  # a task's params may turn it off with "verify_tls": false
-    user_agent: str = "scrapeflow-dagster/0.1 (+https://github.com/terek/scrapeflow)"
+    user_agent: str = field(default_factory=lambda: DEFAULT_USER_AGENT)
     retry: RetryPolicy = field(default_factory=RetryPolicy)

@@ -10,23 +10,28 @@ import dagster
 WRITTEN_AGAINST_DAGSTER = "1.13.27"
 
 logger = logging.getLogger(__name__)
-_warned_versions: set[str] = set()
+_warned_versions: set[tuple[str, str]] = set()
 
 
-def supports_dagster_version(version: str = dagster.__version__) -> bool:
-    """Whether batching is safe on Dagster `version`; warns once per version when it is not.
+def supports_dagster_version(
+    version: str = dagster.__version__,
+    *,
+    fallback: str = "asset events are written one by one as stock Dagster does (no batching)",
+) -> bool:
+    """Whether code that leans on Dagster internals may run on Dagster `version`; warns once per
+    version and fallback when it may not.
 
     Args:
         version: the running Dagster's version (`dagster.__version__` unless testing).
+        fallback: what happens instead, for the warning.
     """
     if version == WRITTEN_AGAINST_DAGSTER:
         return True
-    if version not in _warned_versions:
-        _warned_versions.add(version)
+    if (version, fallback) not in _warned_versions:
+        _warned_versions.add((version, fallback))
         message = (
-            f"scrapeflow_dagster.storage was written against dagster {WRITTEN_AGAINST_DAGSTER}, "
-            f"this is dagster {version}: asset events are written one by one as stock Dagster "
-            "does (no batching) until the storage is checked against this version"
+            f"scrapeflow_dagster was written against dagster {WRITTEN_AGAINST_DAGSTER}, this is "
+            f"dagster {version}: {fallback} until it is checked against this version"
         )
         logger.warning(message)
         warnings.warn(message, RuntimeWarning, stacklevel=2)

@@ -281,6 +281,22 @@ async def test_post_payload_cookies_and_headers_are_sent(
     assert echo["headers"]["User-Agent"] == settings.user_agent
 
 
+async def test_the_user_agent_names_this_project_and_is_a_setting(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    default = ScrapeSettings().user_agent
+    assert (
+        default.startswith("scrapeflow-dagster/")
+        and "pypi.org/project/scrapeflow-dagster" in default
+    )
+    own = dataclasses.replace(fast_settings(), user_agent="acme-crawler/2 (+https://acme.test/bot)")
+
+    await scrape_one(tmp_path, site.url("/echo"), settings=own)
+
+    echo = json.loads((tmp_path / "t.scrape").read_bytes())
+    assert echo["headers"]["User-Agent"] == "acme-crawler/2 (+https://acme.test/bot)"
+
+
 async def test_get_without_payload(
     site: LocalSite, tmp_path: Path, settings: ScrapeSettings
 ) -> None:
