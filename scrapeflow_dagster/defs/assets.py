@@ -12,4 +12,3 @@ pages_asset = executor_asset(
 )
 
 executor_assets = [scrape_asset, validation_asset, pages_asset]
-SCRAPE_KEY = scrape_asset.key

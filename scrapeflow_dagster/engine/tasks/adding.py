@@ -4,13 +4,12 @@ import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
 from scrapeflow_dagster.engine.state.files import load_status, write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, new_status
+from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, new_status, utc_now
 from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec
 
 
@@ -34,7 +33,7 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
     status_dir = layout.status_dir  # a property that builds a Path: once, not per task
     report = AddReport()
     seen: dict[str, TaskSpec] = {}
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = utc_now()
     for item in items:
         if isinstance(item, LineError):
             report.errors.append(item)
