@@ -112,8 +112,30 @@ STAGE_IMPORTS = {
     "retry": {"errors", "redact", "settings", "state", "retry"},
     "proxies": {"errors", "redact", "settings", "proxies"},
     "history": {"errors", "redact", "state", "history"},
-    "run": {"errors", "redact", "settings", "state", "tasks", "proxies", "history", "run"},
-    "executors": {"errors", "redact", "settings", "state", "tasks", "retry", "run", "executors"},
+    "polite": {"errors", "redact", "settings", "state", "polite"},
+    "run": {
+        "errors",
+        "redact",
+        "settings",
+        "state",
+        "tasks",
+        "proxies",
+        "history",
+        "polite",
+        "run",
+    },
+    "executors": {
+        "errors",
+        "redact",
+        "settings",
+        "state",
+        "tasks",
+        "retry",
+        "polite",
+        "run",
+        "executors",
+    },
+    "crawl": {"errors", "redact", "settings", "state", "tasks", "history", "crawl"},
 }
 
 
