@@ -5,5 +5,6 @@
 The routes live by concern: `pages` (pages, links, sitemap), `faults` (stateless faults),
 `mixed` (seeded faults on pages), `named_faults` (`/flaky` and `/timed`), `client_routes`
 (redirects, echo, cookies, big bodies), `charsets` (pages in legacy charsets), `bot_checks`
-(block pages and pages with captcha widgets); `seeded` is the hash they share.
+(block pages and pages with captcha widgets), `graph` (a link graph to crawl, its private
+section and robots.txt), `traffic` (requests counted by path, status and Host in flight).
 """

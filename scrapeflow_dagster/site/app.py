@@ -43,13 +43,29 @@ Routes (and the module that serves them):
     `/blocked/{kind}` (`bot_checks`): 200 block pages as real anti-bot services serve them:
         `access-denied` (Akamai), `unusual-traffic` (Google's, with a reCAPTCHA widget),
         `verify-human` (Cloudflare's challenge) and `cloudflare-blocked`.
-    `POST /control/reset`: forgets all flaky, timed and mixed state.
+    `/graph/{n}` (`graph`): node n of a complete ternary tree of `graph_size` nodes (404
+        beyond): children 3n+1..3n+3, parent (n-1)//3. Titled `Graph n`, it links, in order, to
+        child 1 (`href="{c1}"`), child 2 (`./{c2}#part`), child 3 absolute on the request's Host
+        header (`http://{host}/graph/{c3}#top`), the parent (`../graph/{p}`, n > 0), the root
+        (`/graph/0#top`), `/graph/private/{n}`, `http://elsewhere.invalid/graph/{n}`, a mailto,
+        a `javascript:` link and `#footer`. Nodes within depth d are 0 .. (3**(d+1)-1)//2 - 1.
+        Answers after `graph_delay_seconds`, with an ETag and a Last-Modified (304 to a match).
+    `/graph/private/{n}` (`graph`): a 200 page that robots.txt disallows.
+    `/robots.txt` (`graph`): `User-agent: *`, `Disallow: /graph/private/`, and
+        `Crawl-delay: X` when `crawl_delay_seconds` is set.
+    `GET /control/requests` (`traffic`): every non-control request counted:
+        `{"paths": {path: n}, "statuses": {path: {"200": a, "304": b}}, "max_in_flight":
+        {host: n}, "in_flight": {host: n}}`, hosts as the requests' Host headers.
+        `POST /control/requests/reset` zeroes the counts (requests still in flight stay in
+        `in_flight` and start the new `max_in_flight`).
+    `POST /control/reset`: forgets all flaky, timed and mixed state and the request counts.
 """
 
 from aiohttp import web
 
 from scrapeflow_dagster.site import bot_checks, charsets, client_routes, faults
 from scrapeflow_dagster.site.faults import CAPTCHA_HTML, SERVER_ERROR_STATUS, PageFaults
+from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE, Graph
 from scrapeflow_dagster.site.mixed import (
     FAULT_KINDS,
     RESET_FAULT_REQUESTS,
@@ -59,6 +75,7 @@ from scrapeflow_dagster.site.mixed import (
 )
 from scrapeflow_dagster.site.named_faults import NamedFaults
 from scrapeflow_dagster.site.pages import LINKS_PER_PAGE, Pages, page_links
+from scrapeflow_dagster.site.traffic import Traffic
 
 __all__ = [
     "CAPTCHA_HTML",
@@ -79,6 +96,9 @@ def build_site(
     page_bytes: int = 20_000,
     seed: int = 0,
     fault_rates: FaultRates | None = None,
+    graph_size: int = DEFAULT_GRAPH_SIZE,
+    graph_delay_seconds: float = 0.0,
+    crawl_delay_seconds: float | None = None,
 ) -> web.Application:
     """Build the local test website; see the module docstring for its routes.
 
@@ -87,12 +107,16 @@ def build_site(
         page_bytes: the size of each page body in bytes (pages never get smaller than their head).
         seed: picks the links between pages, the filler text and which mixed pages are faulty.
         fault_rates: the fault mix of `/mixed/{n}`; None means `FaultRates()`.
+        graph_size: how many `/graph/{n}` nodes exist.
+        graph_delay_seconds: how long each `/graph/{n}` page waits before answering.
+        crawl_delay_seconds: the `Crawl-delay` robots.txt announces; None leaves it out.
 
     Returns:
         An aiohttp application, not yet running.
 
     Raises:
-        ValueError: when `pages` is not positive or `page_bytes` is negative.
+        ValueError: when `pages` or `graph_size` is not positive, or `page_bytes` or a delay
+            is negative.
     """
     if pages < 1 or page_bytes < 0:
         raise ValueError(f"need pages >= 1 and page_bytes >= 0, got {pages} and {page_bytes}")
@@ -100,14 +124,19 @@ def build_site(
     page_faults = PageFaults(site_pages)
     mixed = MixedFaults(site_pages, fault_rates or FaultRates())
     named = NamedFaults(site_pages)
+    graph = Graph(
+        size=graph_size, delay_seconds=graph_delay_seconds, crawl_delay_seconds=crawl_delay_seconds
+    )
+    traffic = Traffic()
 
     async def reset_all(request: web.Request) -> web.Response:
         named.forget()
         mixed.forget()
         site_pages.cached_answers.clear()
+        traffic.forget()
         return web.Response(text="ok")
 
-    app = web.Application()
+    app = web.Application(middlewares=[traffic.middleware])
     app.add_routes(
         [
             web.get(r"/page/{n:\d+}", site_pages.get_page),
@@ -137,6 +166,11 @@ def build_site(
             web.get("/set-cookie", client_routes.set_cookie),
             web.get(r"/mixed/{n:\d+}", mixed.mixed),
             web.get("/health", client_routes.health),
+            web.get(r"/graph/{n:\d+}", graph.page),
+            web.get("/graph/private/{n}", graph.private),
+            web.get("/robots.txt", graph.robots),
+            web.get("/control/requests", traffic.control),
+            web.post("/control/requests/reset", traffic.reset),
         ]
     )
     return app

@@ -13,8 +13,7 @@ from scrapeflow_dagster.site.faults import (
     too_many,
     truncate,
 )
-from scrapeflow_dagster.site.pages import Pages
-from scrapeflow_dagster.site.seeded import seeded_hash
+from scrapeflow_dagster.site.pages import Pages, seeded_hash
 
 FAULT_KINDS = ("server_error", "reset", "slow", "truncated", "captcha", "too_many")
 # aiohttp's client silently reconnects once on a dropped connection, so one reset is never seen.

@@ -6,11 +6,34 @@ from collections import Counter
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.seeded import seeded_hash
-
 LINKS_PER_PAGE = 10
 _PAGE_TAIL = b"</p>\n</body></html>\n"
 _WORDS = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor".split()
+
+# Deterministic hashing from the site's seed: the same seed gives the same links and faults.
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def seeded_hash(*values: int) -> int:
+    """A 64-bit hash of `values`, the same on every run and platform (unlike `hash`).
+
+    Args:
+        values: integers to mix, e.g. a purpose tag, the seed and a page number.
+
+    Returns:
+        An integer in [0, 2**64).
+    """
+    h = 0
+    for value in values:
+        h = _splitmix64(h ^ (value & _MASK64))
+    return h
 
 
 def page_links(n: int, *, pages: int, seed: int) -> list[int]:
@@ -46,6 +69,26 @@ def _filler(size: int, seed: int) -> bytes:
 
 # Every page of the site was last modified at this fixed time (an HTTP date).
 _MODIFIED = "Sun, 01 Nov 2026 00:00:00 GMT"
+
+
+def conditional_response(request: web.Request, body: bytes) -> web.Response:
+    """`body` as HTML with an ETag (its md5) and a fixed Last-Modified, or a bodiless 304 when
+    the request's If-None-Match or If-Modified-Since matches them.
+
+    Args:
+        request: the request, read for its validators.
+        body: the HTML the page would send.
+
+    Returns:
+        A 200 response with the body, or a 304 with the same validators and no body.
+    """
+    validators = {"ETag": f'"{hashlib.md5(body).hexdigest()}"', "Last-Modified": _MODIFIED}
+    if (
+        request.headers.get("If-None-Match") == validators["ETag"]
+        or request.headers.get("If-Modified-Since") == _MODIFIED
+    ):
+        return web.Response(status=304, headers=validators)
+    return web.Response(body=body, content_type="text/html", charset="utf-8", headers=validators)
 
 
 class Pages:
@@ -91,19 +134,9 @@ class Pages:
     async def get_cached_page(self, request: web.Request) -> web.Response:
         """Page `n` with an ETag and a Last-Modified, answering 304 to a matching
         If-None-Match or If-Modified-Since (as a CDN or a well-behaved server would)."""
-        n = self.number(request)
-        body = self.body(n)
-        validators = {"ETag": f'"{hashlib.md5(body).hexdigest()}"', "Last-Modified": _MODIFIED}
-        if (
-            request.headers.get("If-None-Match") == validators["ETag"]
-            or request.headers.get("If-Modified-Since") == _MODIFIED
-        ):
-            self.cached_answers[304] += 1
-            return web.Response(status=304, headers=validators)
-        self.cached_answers[200] += 1
-        return web.Response(
-            body=body, content_type="text/html", charset="utf-8", headers=validators
-        )
+        response = conditional_response(request, self.body(self.number(request)))
+        self.cached_answers[response.status] += 1
+        return response
 
     async def cached_control(self, request: web.Request) -> web.Response:
         """How many `/cached/{n}` answers were full pages and how many were 304s."""

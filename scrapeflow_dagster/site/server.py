@@ -11,6 +11,7 @@ from typing import Self
 from aiohttp import web
 
 from scrapeflow_dagster.site.app import FaultRates, build_site
+from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE
 
 DEFAULT_HOST = "127.0.0.1"
 # A short grace period so stopping a site is not held up by `/slow` requests still sleeping.
@@ -34,10 +35,19 @@ class LocalSite:
         page_bytes: int = 20_000,
         seed: int = 0,
         fault_rates: FaultRates | None = None,
+        graph_size: int = DEFAULT_GRAPH_SIZE,
+        graph_delay_seconds: float = 0.0,
+        crawl_delay_seconds: float | None = None,
     ) -> None:
         self.host = host
         self.app = build_site(
-            pages=pages, page_bytes=page_bytes, seed=seed, fault_rates=fault_rates
+            pages=pages,
+            page_bytes=page_bytes,
+            seed=seed,
+            fault_rates=fault_rates,
+            graph_size=graph_size,
+            graph_delay_seconds=graph_delay_seconds,
+            crawl_delay_seconds=crawl_delay_seconds,
         )
         self._requested_port = port
         self._port: int | None = None
@@ -113,6 +123,9 @@ class SiteThread:
         page_bytes: int = 20_000,
         seed: int = 0,
         fault_rates: FaultRates | None = None,
+        graph_size: int = DEFAULT_GRAPH_SIZE,
+        graph_delay_seconds: float = 0.0,
+        crawl_delay_seconds: float | None = None,
         startup_timeout_seconds: float = 10.0,
     ) -> None:
         self._site = LocalSite(
@@ -122,6 +135,9 @@ class SiteThread:
             page_bytes=page_bytes,
             seed=seed,
             fault_rates=fault_rates,
+            graph_size=graph_size,
+            graph_delay_seconds=graph_delay_seconds,
+            crawl_delay_seconds=crawl_delay_seconds,
         )
         self._startup_timeout_seconds = startup_timeout_seconds
         self._ready = threading.Event()
@@ -188,6 +204,9 @@ def run_site_forever(
     page_bytes: int = 20_000,
     seed: int = 0,
     fault_rates: FaultRates | None = None,
+    graph_size: int = DEFAULT_GRAPH_SIZE,
+    graph_delay_seconds: float = 0.0,
+    crawl_delay_seconds: float | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the site until Ctrl+C or SIGTERM; blocks the calling thread.
@@ -199,6 +218,9 @@ def run_site_forever(
         page_bytes: see `build_site`.
         seed: see `build_site`.
         fault_rates: see `build_site`.
+        graph_size: see `build_site`.
+        graph_delay_seconds: see `build_site`.
+        crawl_delay_seconds: see `build_site`.
         on_ready: called with the base URL once the site listens (the CLI prints it).
 
     Raises:
@@ -211,6 +233,9 @@ def run_site_forever(
         page_bytes=page_bytes,
         seed=seed,
         fault_rates=fault_rates,
+        graph_size=graph_size,
+        graph_delay_seconds=graph_delay_seconds,
+        crawl_delay_seconds=crawl_delay_seconds,
     )
 
     async def serve() -> None:

@@ -1,0 +1,73 @@
+"""What the site saw: every request counted by path and status, and in flight per Host header.
+
+A middleware counts every request except `/control/...` ones, so a test can assert from the
+server side what a crawler fetched (never a disallowed path, robots.txt once) and how many of its
+requests overlapped per host (`127.0.0.1:PORT` and `localhost:PORT` are two hosts, as they are
+to a crawler).
+"""
+
+import asyncio
+from collections import Counter, defaultdict
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+CONTROL_PREFIX = "/control/"
+
+
+class Traffic:
+    """Request counts of one app; `middleware` counts, `control` and `reset` show and zero them."""
+
+    def __init__(self) -> None:
+        self.paths: Counter[str] = Counter()
+        self.statuses: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.in_flight: Counter[str] = Counter()
+        self.max_in_flight: Counter[str] = Counter()
+
+    def forget(self) -> None:
+        """Zero the counts; requests still in flight stay counted in `in_flight` (a live gauge)
+        and so start the new `max_in_flight`."""
+        self.paths.clear()
+        self.statuses.clear()
+        self.max_in_flight = Counter({h: n for h, n in self.in_flight.items() if n > 0})
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Count the request by path, by Host header while in flight, and by answer status."""
+        path = request.path
+        if path.startswith(CONTROL_PREFIX):
+            return await handler(request)
+        host = request.headers.get("Host", "")
+        self.paths[path] += 1
+        self.in_flight[host] += 1
+        self.max_in_flight[host] = max(self.max_in_flight[host], self.in_flight[host])
+        status = "500"  # an unexpected exception becomes a 500
+        try:
+            response = await handler(request)
+            status = str(response.status)
+            return response
+        except web.HTTPException as error:
+            status = str(error.status)
+            raise
+        except asyncio.CancelledError:
+            status = "cancelled"  # the client went away before the answer
+            raise
+        finally:
+            self.in_flight[host] -= 1
+            self.statuses[path][status] += 1
+
+    async def control(self, request: web.Request) -> web.Response:
+        """`{"paths", "statuses", "max_in_flight", "in_flight"}` as JSON."""
+        return web.json_response(
+            {
+                "paths": dict(self.paths),
+                "statuses": {path: dict(counts) for path, counts in self.statuses.items()},
+                "max_in_flight": dict(self.max_in_flight),
+                "in_flight": dict(self.in_flight),
+            }
+        )
+
+    async def reset(self, request: web.Request) -> web.Response:
+        """Zero the counts (see `forget`)."""
+        self.forget()
+        return web.Response(text="ok")
