@@ -1,16 +1,24 @@
-"""The embedded Dagster home: SQLite under the project unless `DAGSTER_HOME` says otherwise."""
+"""The Dagster home: SQLite under the project unless `DAGSTER_HOME` says otherwise, or Postgres
+(`scrapeflow home init --postgres URL`)."""
 
+import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dagster as dg
 
 DEFAULT_HOME = ".dagster_home"
+DEFAULT_MAX_CONCURRENT_RUNS = 4
+POSTGRES_DRIVER_SCHEME = "postgresql+psycopg2"
+# Schemes a user may give for the same server: SQLAlchemy's `postgresql` defaults to psycopg2.
+PLAIN_POSTGRES_SCHEMES = ("postgresql", "postgres")
+
 _DAGSTER_YAML = """# Written by scrapeflow: embedded defaults (SQLite storage in this folder).
 telemetry:
   enabled: false
 run_queue:
-  max_concurrent_runs: 4
+  max_concurrent_runs: {max_concurrent_runs}
 # Asset events written in batches (one transaction per 1,000), the rest as stock SQLite does;
 # runs and schedules keep Dagster's default SQLite storage in this folder.
 event_log_storage:
@@ -20,10 +28,75 @@ event_log_storage:
     base_dir: {runs_dir}
 """
 
+_POSTGRES_YAML = """# Written by scrapeflow: Postgres storage for runs, events and schedules.
+telemetry:
+  enabled: false
+# Dagster's default QueuedRunCoordinator: runs launched by the UI, sensors and backfills wait
+# in a queue and the daemon starts this many at a time.
+run_queue:
+  max_concurrent_runs: {max_concurrent_runs}
+run_storage:
+  module: dagster_postgres.run_storage
+  class: PostgresRunStorage
+  config:
+    postgres_url: {url}
+# Asset events written in batches (one transaction per 1,000) on pooled connections, the rest
+# one transaction per event; read exactly as stock dagster-postgres reads them.
+event_log_storage:
+  module: scrapeflow_dagster.storage.postgres_batched
+  class: BatchedPostgresEventLogStorage
+  config:
+    postgres_url: {url}
+schedule_storage:
+  module: dagster_postgres.schedule_storage
+  class: PostgresScheduleStorage
+  config:
+    postgres_url: {url}
+"""
 
-def dagster_yaml(home: Path) -> str:
-    """The embedded home's dagster.yaml for `home` (SQLite, batched asset events)."""
-    return _DAGSTER_YAML.format(runs_dir=(home / "history" / "runs").resolve())
+
+class PostgresUrlError(ValueError):
+    """The URL given for the Postgres home is not a PostgreSQL URL."""
+
+
+def postgres_url(url: str) -> tuple[str, bool]:
+    """`url` as the `postgresql+psycopg2://` URL Dagster's storages take, and whether it changed.
+
+    Raises:
+        PostgresUrlError: naming the URL (without its password) when it is not PostgreSQL.
+    """
+    parts = urlsplit(url)
+    if parts.scheme == POSTGRES_DRIVER_SCHEME and parts.netloc:
+        return url, False
+    if parts.scheme in PLAIN_POSTGRES_SCHEMES and parts.netloc:
+        return f"{POSTGRES_DRIVER_SCHEME}://{url.split('://', 1)[1]}", True
+    shown = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl() if parts.netloc else url
+    raise PostgresUrlError(
+        f"not a PostgreSQL URL: {shown!r} (expected postgresql+psycopg2://user@host:5432/db)"
+    )
+
+
+def dagster_yaml(
+    home: Path,
+    *,
+    postgres: str | None = None,
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
+) -> str:
+    """The home's dagster.yaml: embedded SQLite in `home`, or Postgres at `postgres`.
+
+    Args:
+        home: the Dagster home folder.
+        postgres: a `postgresql+psycopg2://` URL (see `postgres_url`); None for SQLite.
+        max_concurrent_runs: how many queued runs the daemon runs at a time.
+    """
+    if postgres is not None:
+        # JSON quoting is YAML quoting: a URL with any character stays one string.
+        return _POSTGRES_YAML.format(
+            url=json.dumps(postgres), max_concurrent_runs=max_concurrent_runs
+        )
+    return _DAGSTER_YAML.format(
+        runs_dir=(home / "history" / "runs").resolve(), max_concurrent_runs=max_concurrent_runs
+    )
 
 
 def ensure_dagster_home(default: str = DEFAULT_HOME) -> Path:
@@ -41,8 +114,20 @@ class HomeConflictError(FileExistsError):
     """The Dagster home already has a different dagster.yaml."""
 
 
-def init_dagster_home(*, force: bool = False, default: str = DEFAULT_HOME) -> Path:
-    """Write `$DAGSTER_HOME/dagster.yaml` (embedded SQLite storage) and return the home.
+def init_dagster_home(
+    *,
+    force: bool = False,
+    default: str = DEFAULT_HOME,
+    postgres: str | None = None,
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
+) -> Path:
+    """Write `$DAGSTER_HOME/dagster.yaml` and return the home.
+
+    Args:
+        force: replace a dagster.yaml with other content.
+        default: the home when `DAGSTER_HOME` is unset.
+        postgres: a `postgresql+psycopg2://` URL for runs, events and schedules (None: SQLite).
+        max_concurrent_runs: how many queued runs the daemon runs at a time.
 
     Raises:
         HomeConflictError: naming the file when it exists with other content and not `force`.
@@ -50,7 +135,7 @@ def init_dagster_home(*, force: bool = False, default: str = DEFAULT_HOME) -> Pa
     home = Path(os.environ.get("DAGSTER_HOME") or default).resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    wanted = dagster_yaml(home)
+    wanted = dagster_yaml(home, postgres=postgres, max_concurrent_runs=max_concurrent_runs)
     if config.exists() and config.read_text() != wanted and not force:
         raise HomeConflictError(f"{config} exists with other settings (use --force to replace)")
     config.write_text(wanted)

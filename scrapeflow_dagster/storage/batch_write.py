@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy.exc as db_exc
+from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.schema import AssetKeyTable, SqlEventLogStorageTable
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
@@ -21,6 +23,14 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 from sqlalchemy.engine import Connection
 
 Row = dict[str, Any]
+# The asset events for which Dagster's `_get_asset_entry_values` returns values.
+VALUE_SETTING_EVENT_TYPES = frozenset(
+    {
+        DagsterEventType.ASSET_MATERIALIZATION,
+        DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+        DagsterEventType.ASSET_OBSERVATION,
+    }
+)
 
 
 def rows_by_run(events: Sequence[EventLogEntry], rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -33,22 +43,25 @@ def rows_by_run(events: Sequence[EventLogEntry], rows: Sequence[Row]) -> dict[st
 
 def latest_positions_by_asset_key(
     events: Sequence[EventLogEntry],
-) -> dict[str, tuple[int | None, int]]:
-    """For each asset key: the position of its last materialisation (None without one) and of
-    its last event.
+) -> dict[str, tuple[int | None, int | None]]:
+    """For each asset key: the position of its last materialisation and of its last event that
+    sets `asset_keys` values (None without one).
 
     Successive updates of an `asset_keys` row equal one update with the merged values, later
     wins: a materialisation sets `last_materialization`, `last_run_id` and the timestamp, a
-    planned event `last_run_id` and the timestamp, so these two events carry every final value.
+    planned event `last_run_id` and the timestamp, an observation the timestamp, any other asset
+    event nothing; so these two events carry every final value.
     """
-    latest: dict[str, tuple[int | None, int]] = {}
+    latest: dict[str, tuple[int | None, int | None]] = {}
     for position, event in enumerate(events):
         dagster_event = event.get_dagster_event()
         key = dagster_event.asset_key.to_string()  # type: ignore[union-attr]
-        last_materialization = latest.get(key, (None, 0))[0]
+        last_materialization, last_setting = latest.get(key, (None, None))
         if dagster_event.is_step_materialization:
             last_materialization = position
-        latest[key] = (last_materialization, position)
+        if dagster_event.event_type in VALUE_SETTING_EVENT_TYPES:
+            last_setting = position
+        latest[key] = (last_materialization, last_setting)
     return latest
 
 
@@ -75,19 +88,19 @@ def write_index_shard(
         storage._store_asset_event_tags(conn, events, event_ids)
         has_index_cols = storage._has_asset_key_index_cols_on_connection(conn)
         for asset_key, positions in latest_positions_by_asset_key(events).items():
-            values = _entry_values(storage, events, event_ids, positions, has_index_cols)
+            values = entry_values(storage, events, event_ids, positions, has_index_cols)
             _upsert_asset_key(conn, asset_key, values)
     return event_ids
 
 
-def _entry_values(
-    storage: SqliteEventLogStorage,
+def entry_values(
+    storage: SqlEventLogStorage,
     events: Sequence[EventLogEntry],
     event_ids: Sequence[int],
-    positions: tuple[int | None, int],
+    positions: tuple[int | None, int | None],
     has_index_cols: bool,
 ) -> dict[str, Any]:
-    # The merged `asset_keys` values of the events at `positions`, the later one winning.
+    """The merged `asset_keys` values of the events at `positions`, the later one winning."""
     values: dict[str, Any] = {}
     for position in positions:
         if position is not None:

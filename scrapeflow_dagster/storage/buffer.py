@@ -1,0 +1,192 @@
+"""The per-process buffer of asset events shared by the batched event log storages.
+
+`BufferedEventLog` goes before a Dagster SQL event log storage in the bases of a class
+(`class X(BufferedEventLog, SqliteEventLogStorage)`); the class writes a batch in
+`_write_buffered`. The buffer holds a run's materialisations and planned materialisations (one
+of each per partition) and is flushed:
+
+- before any other event of the process is stored, so the order of a process's events holds;
+- when it holds `max_buffered_events` events, or its oldest is `max_buffer_seconds` old (checked
+  when an event arrives: an idle process writes its buffer at its next event, read or exit);
+- at the end of `store_event_batch` (Dagster's batched planned events);
+- before any read or write through the storage: every query of Dagster's SQL event log goes
+  through `run_connection` or `index_connection`, so a read in this process sees every event
+  this process stored;
+- at `dispose()` and at interpreter exit (Dagster's step workers dispose their instance before
+  they end, which matters where a child ends with `os._exit` and skips `atexit`).
+
+A write that fails drops its batch and raises to whatever triggered the flush, as a failed
+stock `store_event` raises to its caller. A forked child forgets its parent's buffer (the
+parent writes it).
+"""
+
+import atexit
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+from dagster._core.events import DagsterEventType
+from dagster._core.events.log import EventLogEntry
+from dagster._core.instance import RUNLESS_RUN_ID
+
+DEFAULT_MAX_BUFFERED_EVENTS = 1000
+DEFAULT_MAX_BUFFER_SECONDS = 5.0
+# One of each per partition in a run: the events worth batching.
+BUFFERED_EVENT_TYPES = frozenset(
+    {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_MATERIALIZATION_PLANNED}
+)
+
+logger = logging.getLogger(__name__)
+
+
+def is_buffered(event: EventLogEntry) -> bool:
+    """Whether `event` may wait in the buffer: a run's materialisation or planned one."""
+    dagster_event = event.dagster_event
+    return (
+        dagster_event is not None
+        and dagster_event.event_type in BUFFERED_EVENT_TYPES
+        and dagster_event.asset_key is not None
+        and event.run_id != RUNLESS_RUN_ID
+    )
+
+
+def buffer_config_fields() -> dict[str, Any]:
+    """The `dagster.yaml` config fields of the buffer, for a storage's `config_type`."""
+    return {
+        "max_buffered_events": dg.Field(
+            dg.IntSource,
+            is_required=False,
+            default_value=DEFAULT_MAX_BUFFERED_EVENTS,
+            description="Flush a process's asset events when this many wait (0: no buffer).",
+        ),
+        "max_buffer_seconds": dg.Field(
+            float,
+            is_required=False,
+            default_value=DEFAULT_MAX_BUFFER_SECONDS,
+            description="Flush when an event arrives and the oldest waiting is this old.",
+        ),
+    }
+
+
+class BufferedEventLog:
+    """Mixin buffering a process's asset events before a Dagster SQL event log (see module)."""
+
+    _buffer: list[EventLogEntry]
+
+    def _init_buffer(
+        self, *, max_buffered_events: int, max_buffer_seconds: float, batching: bool
+    ) -> None:
+        """Set up the buffer; call before the storage's own `__init__`.
+
+        Args:
+            max_buffered_events: flush when this many events wait; 0 stores every event at once.
+            max_buffer_seconds: flush when an event arrives and the oldest waiting is this old.
+            batching: False stores every event as the stock storage does (the version guard).
+        """
+        self._max_buffered_events = max_buffered_events
+        self._max_buffer_seconds = max_buffer_seconds
+        self._batching = max_buffered_events > 0 and batching
+        self._buffer = []
+        self._oldest_buffered: float | None = None
+        self._buffer_lock = threading.RLock()
+        _live_storages.add(self)
+
+    def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
+        """Write `events` (buffered ones, in order) as the stock storage would, in batches."""
+        raise NotImplementedError
+
+    @property
+    def buffered_event_count(self) -> int:
+        """How many events of this process wait to be written."""
+        return len(self._buffer)
+
+    def store_event(self, event: EventLogEntry) -> None:
+        if not (self._batching and is_buffered(event)):
+            self.flush()
+            super().store_event(event)  # type: ignore[misc]
+            return
+        with self._buffer_lock:
+            self._buffer.append(event)
+            now = time.monotonic()
+            if self._oldest_buffered is None:
+                self._oldest_buffered = now
+            if (
+                len(self._buffer) >= self._max_buffered_events
+                or now - self._oldest_buffered >= self._max_buffer_seconds
+            ):
+                self.flush()
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        if not self._batching:
+            super().store_event_batch(events)  # type: ignore[misc]
+            return
+        with self._buffer_lock:
+            for event in events:
+                if is_buffered(event):
+                    self._buffer.append(event)
+                else:
+                    self.store_event(event)
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered events now (`_write_buffered`)."""
+        with self._buffer_lock:
+            if not self._buffer:
+                return
+            events, self._buffer = self._buffer, []
+            self._oldest_buffered = None
+            started = time.perf_counter()
+            self._write_buffered(events)
+            logger.debug(
+                "wrote %d asset events in %.1f ms",
+                len(events),
+                1e3 * (time.perf_counter() - started),
+            )
+
+    # Every query of Dagster's SQL event log opens one of these two: the read hook.
+    def run_connection(self, run_id: str | None = None) -> Any:
+        self.flush()
+        return super().run_connection(run_id)  # type: ignore[misc]
+
+    def index_connection(self) -> Any:
+        self.flush()
+        return super().index_connection()  # type: ignore[misc]
+
+    def wipe(self) -> None:
+        self.flush()
+        super().wipe()  # type: ignore[misc]
+
+    def dispose(self) -> None:
+        self.flush()
+        super().dispose()  # type: ignore[misc]
+
+    def _forget_buffer_after_fork(self) -> None:
+        # The parent process still holds (and will write) what was buffered before the fork.
+        self._buffer = []
+        self._oldest_buffered = None
+        self._buffer_lock = threading.RLock()
+
+
+_live_storages: "weakref.WeakSet[BufferedEventLog]" = weakref.WeakSet()
+
+
+def _flush_live_storages() -> None:
+    for storage in list(_live_storages):
+        try:
+            storage.flush()
+        except Exception:
+            logger.exception("could not write the buffered asset events at exit")
+
+
+def _after_fork_in_child() -> None:
+    for storage in list(_live_storages):
+        storage._forget_buffer_after_fork()
+
+
+atexit.register(_flush_live_storages)
+os.register_at_fork(after_in_child=_after_fork_in_child)
