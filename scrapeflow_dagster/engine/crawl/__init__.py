@@ -1,5 +1,27 @@
 """Crawling: links that parsed pages reveal become new tasks within a depth and a scope, recorded
 in the frontier (deduplicated by request fingerprint, resumable after any stop).
 
+Modules:
+    scope: what happens to one link (scope host/domain, allow/deny, depth; the outcome names).
+    journal: the frontier's files in `<data>/frontier/` (lock, expanded parents, crawl sizes,
+        batches a driver finishes).
+    discover: `discover`, the one function the sensor and `scrapeflow crawl` call.
+
 May import: errors, settings, state, tasks, history, crawl.
 """
+
+from scrapeflow_dagster.engine.crawl.discover import Discovery, discover, known_fingerprints
+from scrapeflow_dagster.engine.crawl.journal import (
+    FrontierBatch,
+    finish_batch,
+    pending_batches,
+)
+
+__all__ = [
+    "Discovery",
+    "FrontierBatch",
+    "discover",
+    "finish_batch",
+    "known_fingerprints",
+    "pending_batches",
+]

@@ -7,7 +7,8 @@ lock (idempotently per file, so a crash loses or doubles no row). The status fil
 truth: `rebuild_from_status_dir` makes DuckDB agree with them.
 
 Modules:
-    rows: `TaskRow`, `StepRow` and their spool lines (where secrets are redacted).
+    rows: `TaskRow`, `StepRow`, `PageRow`, `FrontierRow` and their spool lines (secrets
+        redacted).
     spool: spool file location, names, listing, and setting aside unusable files.
     ledger: `Ledger`, the buffered writer runs use.
     connection: opening DuckDB under its one-writer rule, with lock backoff.
@@ -42,15 +43,24 @@ from scrapeflow_dagster.engine.history.rebuild import (
     parse_status_file,
     rebuild_from_status_dir,
 )
-from scrapeflow_dagster.engine.history.rows import STEP_STATUSES, PageRow, StepRow, TaskRow
+from scrapeflow_dagster.engine.history.rows import (
+    FRONTIER_OUTCOMES,
+    STEP_STATUSES,
+    FrontierRow,
+    PageRow,
+    StepRow,
+    TaskRow,
+)
 from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
 from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
 from scrapeflow_dagster.engine.state.schema import utc_now
 
 __all__ = [
+    "FRONTIER_OUTCOMES",
     "QUERIES",
     "RESULTS",
     "STEP_STATUSES",
+    "FrontierRow",
     "Ledger",
     "LedgerLockedError",
     "RebuildResult",

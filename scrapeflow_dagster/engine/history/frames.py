@@ -17,6 +17,7 @@ RESULTS: dict[str, str] = {
     "steps": "SELECT * EXCLUDE (seq) FROM step_runs ORDER BY key, executor, ended_at, seq",
     "tasks": "SELECT * FROM tasks ORDER BY key",
     "current_state": "SELECT * EXCLUDE (seq) FROM current_state ORDER BY key, executor",
+    "frontier": "SELECT * FROM frontier ORDER BY crawl, depth, parent, url",
 }
 
 

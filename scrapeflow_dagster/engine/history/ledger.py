@@ -20,9 +20,11 @@ from typing import Any, Self
 import duckdb
 
 from scrapeflow_dagster.engine.history.rows import (
+    FrontierRow,
     PageRow,
     StepRow,
     TaskRow,
+    frontier_line,
     page_line,
     step_line,
     task_line,
@@ -104,6 +106,14 @@ class Ledger:
             OSError: when a due spool file cannot be written (the rows stay buffered).
         """
         self._append(page_line, row)
+
+    def record_frontier(self, row: FrontierRow) -> None:
+        """Buffer a discovered link for the `frontier` table; writes a spool file at `batch_rows`.
+
+        Raises:
+            OSError: when a due spool file cannot be written (the rows stay buffered).
+        """
+        self._append(frontier_line, row)
 
     def flush(self) -> Path | None:
         """Write the buffered rows to one new spool file, atomically.

@@ -29,6 +29,12 @@ QUERIES: dict[str, str] = {
                round(quantile_cont(elapsed_seconds, 0.95), 3) AS p95_seconds
         FROM step_runs WHERE executor = 'scrape' AND status <> 'SKIPPED'
         GROUP BY domain ORDER BY p95_seconds DESC LIMIT 10""",
+    "crawl frontier": """
+        SELECT crawl, count(*) FILTER (outcome = 'added') AS added,
+               count(*) FILTER (outcome = 'known') AS known,
+               count(*) FILTER (outcome NOT IN ('added', 'known')) AS skipped,
+               max(depth) FILTER (outcome = 'added') AS deepest
+        FROM frontier GROUP BY crawl ORDER BY crawl LIMIT 20""",
 }
 
 

@@ -133,6 +133,29 @@ class PageRow:
         )
 
 
+FRONTIER_OUTCOMES = frozenset(
+    {"added", "known", "out_of_scope", "too_deep", "denied", "over_budget"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierRow:
+    """One link a parsed page revealed, and what discovery did with it (table `frontier`,
+    one row per parent and URL: the first outcome recorded stays)."""
+
+    crawl: str  # the seed's key
+    parent: str  # the key of the page that links here
+    url: str  # canonical (the link as found when it is not an http(s) URL)
+    depth: int  # hops from the seed the child has (or would have)
+    outcome: str  # one of FRONTIER_OUTCOMES
+    child: str | None = None  # its task key, when it is (or would be) an http(s) task
+    discovered_at: datetime = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in FRONTIER_OUTCOMES:
+            raise ValueError(f"frontier outcome {self.outcome!r} is not one of {FRONTIER_OUTCOMES}")
+
+
 def domain_of(url: str | None) -> str | None:
     """The host name of `url` (lower case), or None when it has none or does not parse."""
     if not url:
@@ -215,3 +238,19 @@ def _host_only(proxy: str | None) -> str | None:
     if proxy and ("@" in proxy or "://" in proxy):
         return proxy_host(proxy if "://" in proxy else f"http://{proxy}")
     return proxy
+
+
+def frontier_line(row: FrontierRow, seq: int, run_id: str | None) -> bytes:
+    """The spool line of a frontier row (URL redacted: a query may carry a token)."""
+    line = {
+        "kind": "f",
+        "seq": seq,
+        "key": row.child,
+        "url": redact(row.url),
+        "crawl": row.crawl,
+        "parent": row.parent,
+        "depth": row.depth,
+        "outcome": row.outcome,
+        "ended_at": parse_stamp(row.discovered_at),
+    }
+    return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)

@@ -54,6 +54,19 @@ CREATE TABLE IF NOT EXISTS pages (
     run_id VARCHAR
 );
 
+-- Every link discovery saw on a parsed page, and what it did with it (one row per parent and
+-- URL; `child` is the task key the link has or would have).
+CREATE TABLE IF NOT EXISTS frontier (
+    crawl VARCHAR,
+    parent VARCHAR NOT NULL,
+    child VARCHAR,
+    url VARCHAR NOT NULL,
+    depth INTEGER,
+    outcome VARCHAR,  -- added | known | out_of_scope | too_deep | denied | over_budget
+    discovered_at TIMESTAMP,
+    PRIMARY KEY (parent, url)
+);
+
 CREATE TABLE IF NOT EXISTS ingested_spool_files (
     name VARCHAR PRIMARY KEY,
     ingested_at TIMESTAMP
@@ -100,6 +113,11 @@ SPOOL_COLUMNS: dict[str, str] = {
     "content_type": "VARCHAR",
     "charset": "VARCHAR",
     "fetched_at": "TIMESTAMP",
+    # frontier rows (`kind` = 'f'); `key` is the child, `ended_at` when it was discovered
+    "crawl": "VARCHAR",
+    "parent": "VARCHAR",
+    "depth": "INTEGER",
+    "outcome": "VARCHAR",
 }
 
 _COLUMNS_STRUCT = "{" + ", ".join(f"{name}: '{typ}'" for name, typ in SPOOL_COLUMNS.items()) + "}"
@@ -190,6 +208,16 @@ ON CONFLICT (key) DO UPDATE SET
     parsed_at = excluded.parsed_at,
     run_id = excluded.run_id
 WHERE excluded.parsed_at >= pages.parsed_at
+"""
+
+# Discovery run again over the same parent records the same links again: the first row stays.
+INSERT_FRONTIER_SQL = """
+INSERT INTO frontier (crawl, parent, child, url, depth, outcome, discovered_at)
+SELECT crawl, parent, key, url, depth, outcome, ended_at
+FROM spool
+WHERE kind = 'f'
+QUALIFY row_number() OVER (PARTITION BY parent, url ORDER BY filename, seq) = 1
+ON CONFLICT (parent, url) DO NOTHING
 """
 
 COUNT_SPOOL_SQL = "SELECT count(*) FROM spool"

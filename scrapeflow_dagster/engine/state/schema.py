@@ -19,7 +19,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 StatusData = dict[str, Any]
-Params = dict[str, Any]
+Params = dict[str, Any]  # crawl params: `engine.state.params`
+
 
 STATUS_SUFFIX = ".status.json"
 SUCCESS = "SUCCESS"

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.state.params import normalise_crawl_params
 from scrapeflow_dagster.engine.state.schema import Params
 from scrapeflow_dagster.engine.tasks.keys import (
     request_fingerprint,
@@ -100,6 +101,10 @@ def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
                 raise InvalidTaskError(f"{name} must be an object")
         if "verify_tls" in params and isinstance(params["verify_tls"], str):
             params["verify_tls"] = params["verify_tls"].strip().lower() not in ("0", "false", "no")
+        try:
+            params = normalise_crawl_params(params)
+        except ValueError as exc:
+            raise InvalidTaskError(str(exc)) from None
         if fields.get("key"):
             return TaskSpec(validate_key(fields["key"]), params, path, line)
         method = "POST" if params.get("post_payload") is not None else "GET"
@@ -180,7 +185,8 @@ def read_task_file(path: Path) -> Iterator[Item]:
     """Yield a `TaskSpec` per valid line of `path` and a `LineError` per bad one.
 
     `.txt`: one URL per line (`#` comments). `.csv`: a header with `url` and optionally `key`
-    and params (`post_payload`, `cookies`, `headers` as JSON; `country`; `verify_tls`).
+    and params (`post_payload`, `cookies`, `headers` as JSON; `country`; `verify_tls`; the crawl
+    settings `max_depth`, `scope`, `allow`, `deny` (a regex or a JSON list), `max_pages`).
     `.jsonl`: one object per line with the same fields.
     """
     path = Path(path)

@@ -3,6 +3,7 @@
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -18,12 +19,14 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FORBIDDEN = ("/", "\\", "..", ",")
 # Readable keys: host, the last path segments, then a short fingerprint (48 bits: a clash needs
 # ~16 million requests with the same host and slug).
-_SHORT_FINGERPRINT = 12
+SHORT_FINGERPRINT = 12
 _SLUG_SEGMENTS = 2
 _MAX_HOST_CHARS = 60
 _MAX_SLUG_CHARS = 60
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9._-]+")
 _DOTS = re.compile(r"\.{2,}")
+_LEGACY_KEY = re.compile(r"[0-9a-f]{32}")
+_READABLE_TAIL = re.compile(r"(?:^|-)([0-9a-f]{12})$")
 
 
 def validate_key(key: object) -> str:
@@ -67,9 +70,19 @@ def validate_url(url: object) -> URL:
 
 def canonical_url(url: str) -> str:
     """The URL with lower-case scheme and host, no default port, no fragment, sorted query."""
-    parsed = validate_url(url).with_fragment(None)
+    return _canonical(validate_url(url))
+
+
+def _canonical(parsed: URL) -> str:
+    parsed = parsed.with_fragment(None)
     query = sorted(parsed.query.items())
     return str(parsed.with_query(query)) if query else str(parsed.with_query(None))
+
+
+def _fingerprint(canonical: str, method: str, body: Mapping[str, Any] | None) -> str:
+    payload = orjson.dumps(body, option=orjson.OPT_SORT_KEYS) if body is not None else b""
+    material = f"{method.upper()}\n{canonical}\n".encode() + payload
+    return hashlib.sha256(material).hexdigest()[:32]
 
 
 def request_fingerprint(
@@ -81,9 +94,7 @@ def request_fingerprint(
     fingerprint. It was the whole default key before keys became readable, so tasks stored
     then keep it as their key (`legacy` keys).
     """
-    payload = orjson.dumps(body, option=orjson.OPT_SORT_KEYS) if body is not None else b""
-    material = f"{method.upper()}\n{canonical_url(url)}\n".encode() + payload
-    return hashlib.sha256(material).hexdigest()[:32]
+    return _fingerprint(canonical_url(url), method, body)
 
 
 def request_key(url: str, *, method: str = "GET", body: Mapping[str, Any] | None = None) -> str:
@@ -95,7 +106,44 @@ def request_key(url: str, *, method: str = "GET", body: Mapping[str, Any] | None
     Dagster's and our key rules (no `..`, `/`, `,`; at most `MAX_KEY_LENGTH`).
     """
     parsed = validate_url(url)
-    fingerprint = request_fingerprint(url, method=method, body=body)[:_SHORT_FINGERPRINT]
+    return _readable_key(parsed, _fingerprint(_canonical(parsed), method, body), method)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkIdentity:
+    """A GET request for a link: its canonical URL, fingerprint and the key `request_key` gives."""
+
+    url: str
+    fingerprint: str
+    key: str
+    host: str  # lower case, without the port
+
+
+def link_identity(url: str) -> LinkIdentity:
+    """`canonical_url`, `request_fingerprint` and `request_key` of a GET of `url`, from one parse
+    (discovery computes them for every link it sees).
+
+    Raises:
+        InvalidTaskError: as `validate_url` does.
+    """
+    parsed = validate_url(url)
+    canonical = _canonical(parsed)
+    fingerprint = _fingerprint(canonical, "GET", None)
+    key = _readable_key(parsed, fingerprint, "GET")
+    return LinkIdentity(canonical, fingerprint, key, (parsed.host or "").lower())
+
+
+def short_fingerprint_of_key(key: str) -> str | None:
+    """The fingerprint part a derived key carries (the first `SHORT_FINGERPRINT` hex digits:
+    the end of a readable key, or all of a bare legacy key); None for a key given by hand."""
+    if _LEGACY_KEY.fullmatch(key):
+        return key[:SHORT_FINGERPRINT]
+    found = _READABLE_TAIL.search(key)
+    return found.group(1) if found else None
+
+
+def _readable_key(parsed: URL, fingerprint: str, method: str) -> str:
+    fingerprint = fingerprint[:SHORT_FINGERPRINT]
     host = _SLUG_UNSAFE.sub("-", (parsed.raw_host or "").lower()).strip("-.")  # punycode
     host = _DOTS.sub(".", host)[:_MAX_HOST_CHARS].strip("-.")
     segments = [s for s in parsed.path.split("/") if s][-_SLUG_SEGMENTS:]

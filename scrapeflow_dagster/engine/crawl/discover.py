@@ -1,0 +1,278 @@
+"""`discover`: the links of parsed pages become new tasks (the one function both drivers call).
+
+For each parent whose `pages` step succeeded and whose links were not taken in yet, every link
+is canonicalised as task keys are, judged (`scope.Rules`), deduplicated by request fingerprint
+against every task of the data dir and within the batch, counted against its crawl's
+`max_pages`, and recorded as a frontier row. The whole discovery is first written as a batch
+file, then applied (tasks stored, rows spooled for DuckDB, parents marked): a kill at any point
+is finished by the next discovery, and running it again over the same parents adds nothing.
+"""
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from scrapeflow_dagster.engine.crawl import journal
+from scrapeflow_dagster.engine.crawl.scope import ADDED, KNOWN, OVER_BUDGET, Rules, identify
+from scrapeflow_dagster.engine.errors import StatusFileError
+from scrapeflow_dagster.engine.history import FrontierRow, Ledger
+from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.params import CrawlSettings, crawl_settings
+from scrapeflow_dagster.engine.state.schema import (
+    STATUS_SUFFIX,
+    is_success,
+    output_of,
+    parse_stamp,
+    utc_now,
+)
+from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.intake import TaskSpec
+from scrapeflow_dagster.engine.tasks.keys import (
+    SHORT_FINGERPRINT,
+    request_fingerprint,
+    short_fingerprint_of_key,
+)
+
+logger = logging.getLogger(__name__)
+
+PAGES_EXECUTOR = "pages"
+
+
+@dataclass(frozen=True)
+class Parent:
+    """A parsed page whose links are to be taken in."""
+
+    key: str
+    seed_host: str  # the host of its own URL (the seed's, within host scope)
+    settings: CrawlSettings
+    links: tuple[str, ...]
+
+    @property
+    def crawl(self) -> str:
+        """The crawl it belongs to: its seed's key (a seed's own key)."""
+        return self.settings.crawl or self.key
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one `discover` call did."""
+
+    batch: journal.FrontierBatch | None  # None: no parent had links to take in
+    parents: int  # parents whose links were taken in now
+    outcomes: dict[str, int]  # links per outcome
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys of the tasks added (the driver makes them partitions and runs them)."""
+        return list(self.batch.keys) if self.batch is not None else []
+
+
+def discover(
+    layout: DataLayout,
+    keys: Iterable[str],
+    *,
+    ledger: Ledger,
+    executor: str = PAGES_EXECUTOR,
+    now: datetime | None = None,
+) -> Discovery:
+    """Take in the links of `keys` whose `executor` step succeeded and that were not taken in.
+
+    Keys whose page is not parsed (yet) are left for a later call; tasks that are not part of
+    a crawl (`max_depth` 0 and no `crawl`) are marked without a row. New tasks get the crawl
+    settings of their parent with `depth` + 1, `parent` and `crawl`. Batches left unapplied by
+    a killed discovery are applied first.
+
+    Args:
+        layout: the data dir (status files, the frontier's files).
+        keys: candidate parents.
+        ledger: where new tasks and frontier rows are recorded for DuckDB (flushed here).
+        executor: the executor whose output holds `links`.
+        now: the discovery time recorded on rows (default now).
+
+    Returns:
+        The batch applied (its `keys` are the new tasks; the driver calls
+        `journal.finish_batch` once they are partitions with runs), and counts.
+
+    Raises:
+        OSError: when the data dir cannot be read or written (nothing is lost: the batch is
+            applied by the next discovery).
+        ValueError: naming a frontier batch file that cannot be read.
+    """
+    with journal.frontier_lock(layout):
+        for batch in journal.batches(layout):
+            if not batch.applied:
+                _apply(layout, batch, ledger)
+        expanded = journal.expanded_keys(layout)
+        todo = [k for k in dict.fromkeys(keys) if k not in expanded]
+        parents, not_crawled = _read_parents(layout, todo, executor)
+        if not parents and not not_crawled:
+            return Discovery(None, 0, {})
+        batch = _plan(layout, parents, now or utc_now())
+        batch.parents += not_crawled
+        journal.save_batch(layout, batch)
+        _apply(layout, batch, ledger)
+    return Discovery(batch, len(parents), dict(Counter(row["outcome"] for row in batch.rows)))
+
+
+def _read_parents(
+    layout: DataLayout, keys: list[str], executor: str
+) -> tuple[list[Parent], list[str]]:
+    parents: list[Parent] = []
+    not_crawled: list[str] = []
+    status_dir = layout.status_dir
+    for key in keys:
+        try:
+            status = load_status(status_dir, key)
+        except StatusFileError as exc:
+            logger.warning("not taking links of %s: %s", key, exc)
+            continue
+        if status is None or not is_success(status, executor):
+            continue
+        params = status.get("params") or {}
+        try:
+            settings = crawl_settings(params)
+        except ValueError as exc:
+            logger.warning("not taking links of %s: %s", key, exc)
+            not_crawled.append(key)
+            continue
+        own = identify(params.get("url"))
+        if own is None or (settings.max_depth == 0 and settings.crawl is None):
+            not_crawled.append(key)
+            continue
+        links = output_of(status, executor).get("links") or []
+        parents.append(Parent(key, own.host, settings, tuple(links)))
+    return parents, not_crawled
+
+
+def known_fingerprints(layout: DataLayout) -> set[str]:
+    """The short request fingerprints of every stored task: from its key when it was derived
+    from the request, else from its params (read once, then cached in the frontier dir)."""
+    known: set[str] = set()
+    cached = journal.hand_key_fingerprints(layout)
+    fresh: dict[str, str] = {}
+    status_dir = layout.status_dir
+    try:
+        entries = os.scandir(status_dir)
+    except FileNotFoundError:
+        return known
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(STATUS_SUFFIX) or name.startswith("."):
+                continue
+            key = name[: -len(STATUS_SUFFIX)]
+            fingerprint = short_fingerprint_of_key(key) or cached.get(key)
+            if fingerprint is None:
+                fingerprint = _fingerprint_from_params(status_dir, key)
+                if fingerprint is None:
+                    continue
+                fresh[key] = fingerprint
+            known.add(fingerprint)
+    journal.note_hand_keys(layout, fresh)
+    return known
+
+
+def _fingerprint_from_params(status_dir: Path, key: str) -> str | None:
+    try:
+        status = load_status(status_dir, key)
+        params = status.get("params") or {} if status else {}
+        body = params.get("post_payload")
+        method = "POST" if body is not None else "GET"
+        return request_fingerprint(str(params.get("url")), method=method, body=body)[
+            :SHORT_FINGERPRINT
+        ]
+    except (StatusFileError, ValueError, TypeError):
+        return None  # unreadable or without a valid URL: nothing a link could duplicate
+
+
+def _plan(layout: DataLayout, parents: list[Parent], now: datetime) -> journal.FrontierBatch:
+    known = known_fingerprints(layout)
+    sizes = journal.crawl_sizes(layout)
+    batch = journal.FrontierBatch(id=journal.new_batch_id(), parents=[p.key for p in parents])
+    stamp = now.isoformat()
+    for parent in parents:
+        rules = Rules.of(parent.settings)
+        crawl = parent.crawl
+        child_depth = parent.settings.depth + 1
+        budget = parent.settings.max_pages
+        for raw in parent.links:
+            link = identify(raw)
+            row: dict[str, Any] = {
+                "crawl": crawl,
+                "parent": parent.key,
+                "depth": child_depth,
+                "discovered_at": stamp,
+            }
+            batch.rows.append(row)
+            if link is None:
+                row.update(url=str(raw), child=None, outcome="out_of_scope")
+                continue
+            short = link.fingerprint[:SHORT_FINGERPRINT]
+            outcome = rules.judge(
+                link, seed_host=parent.seed_host, child_depth=child_depth, known=short in known
+            )
+            # The seed is a task of its crawl too.
+            if outcome is None and budget is not None and 1 + sizes.get(crawl, 0) >= budget:
+                outcome = OVER_BUDGET
+            row.update(url=link.url, child=link.key, outcome=outcome or ADDED)
+            if outcome is not None:
+                continue
+            known.add(short)
+            sizes[crawl] = sizes.get(crawl, 0) + 1
+            settings = CrawlSettings(
+                max_depth=parent.settings.max_depth,
+                scope=parent.settings.scope,
+                allow=parent.settings.allow,
+                deny=parent.settings.deny,
+                max_pages=budget,
+                depth=child_depth,
+                parent=parent.key,
+                crawl=crawl,
+            )
+            batch.children.append(
+                {"key": link.key, "params": {"url": link.url, **settings.as_params()}}
+            )
+    batch.crawls = sorted({p.crawl for p in parents})
+    return batch
+
+
+def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> None:
+    """Store the batch's tasks, spool its rows, note the crawl sizes and mark its parents;
+    each part is idempotent, so a batch applied twice (after a kill) changes nothing more."""
+    path = journal.batch_path(layout, batch.id)
+    specs = [
+        TaskSpec(child["key"], child["params"], path, line)
+        for line, child in enumerate(batch.children, start=1)
+    ]
+    report = add_tasks(layout, specs, ledger=ledger)
+    stored = set(report.keys)
+    crawl_of = {child["key"]: child["params"]["crawl"] for child in batch.children}
+    for row in batch.rows:
+        if row["outcome"] == ADDED and row["child"] not in stored:
+            row["outcome"] = KNOWN  # another process stored that key first
+        ledger.record_frontier(
+            FrontierRow(
+                crawl=row["crawl"],
+                parent=row["parent"],
+                url=row["url"],
+                depth=row["depth"],
+                outcome=row["outcome"],
+                child=row["child"],
+                discovered_at=parse_stamp(row["discovered_at"]) or utc_now(),
+            )
+        )
+    ledger.flush()
+    journal.note_added(layout, ((crawl_of[key], key) for key in report.keys))
+    journal.mark_expanded(layout, batch.parents)
+    batch.keys = list(report.keys)
+    batch.applied = True
+    if batch.keys:
+        journal.save_batch(layout, batch)  # kept for the driver, which finishes it
+    else:
+        journal.finish_batch(layout, batch.id)

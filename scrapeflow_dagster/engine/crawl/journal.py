@@ -1,0 +1,186 @@
+"""The frontier's own files in `<data>/frontier/`, written so that a kill at any moment loses
+nothing and a replay duplicates nothing:
+
+    .lock              held (flock) while discovery runs: one discovery at a time per data dir
+    expanded.txt       keys whose links were taken in (appended; a torn last line is ignored)
+    added.tsv          `crawl<TAB>key` of every task discovery added (a crawl's budget count)
+    hand-keys.tsv      `key<TAB>fingerprint` of tasks whose key was given by hand (a cache:
+                       stored params never change, so each is read from its status file once)
+    batches/ID.json    one discovery: its new tasks and frontier rows, written before they are
+                       stored (`applied` false: replayed by the next discovery), then kept until
+                       the driver that runs them calls `finish_batch`
+"""
+
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
+from scrapeflow_dagster.engine.state.layout import DataLayout
+
+FRONTIER_DIR_NAME = "frontier"
+
+
+def frontier_dir(layout: DataLayout) -> Path:
+    """The folder of the frontier's files (created)."""
+    path = layout.root / FRONTIER_DIR_NAME
+    (path / "batches").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def frontier_lock(layout: DataLayout) -> Iterator[None]:
+    """Hold the data dir's frontier lock (waits for another discovery; freed if we are killed)."""
+    fd = os.open(frontier_dir(layout) / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _lines(path: Path) -> Iterator[str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    # Only whole lines: a kill in the middle of an append leaves a last line without newline.
+    end = data.rfind(b"\n")
+    for line in data[: end + 1].decode("utf-8", "replace").splitlines():
+        if line:
+            yield line
+
+
+def _append(path: Path, lines: Iterable[str]) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    if not text:
+        return
+    with path.open("ab") as stream:
+        if stream.tell() and not _ends_with_newline(path):
+            stream.write(b"\n")  # after a torn line: start clean (the torn line is ignored)
+        stream.write(text.encode())
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as stream:
+        stream.seek(-1, os.SEEK_END)
+        return stream.read(1) == b"\n"
+
+
+def expanded_keys(layout: DataLayout) -> set[str]:
+    """Keys whose links discovery has taken in."""
+    return set(_lines(frontier_dir(layout) / "expanded.txt"))
+
+
+def mark_expanded(layout: DataLayout, keys: Iterable[str]) -> None:
+    """Note that the links of `keys` were taken in."""
+    _append(frontier_dir(layout) / "expanded.txt", keys)
+
+
+def crawl_sizes(layout: DataLayout) -> dict[str, int]:
+    """Tasks discovery added per crawl (distinct keys; the seed not counted)."""
+    seen: set[str] = set()
+    sizes: dict[str, int] = {}
+    for line in _lines(frontier_dir(layout) / "added.tsv"):
+        if line in seen:
+            continue
+        seen.add(line)
+        crawl, _, _ = line.partition("\t")
+        sizes[crawl] = sizes.get(crawl, 0) + 1
+    return sizes
+
+
+def note_added(layout: DataLayout, pairs: Iterable[tuple[str, str]]) -> None:
+    """Append `(crawl, key)` pairs of added tasks."""
+    _append(frontier_dir(layout) / "added.tsv", (f"{c}\t{k}" for c, k in pairs))
+
+
+def hand_key_fingerprints(layout: DataLayout) -> dict[str, str]:
+    """The cached short fingerprints of tasks whose keys were given by hand."""
+    found = {}
+    for line in _lines(frontier_dir(layout) / "hand-keys.tsv"):
+        key, _, fingerprint = line.partition("\t")
+        found[key] = fingerprint
+    return found
+
+
+def note_hand_keys(layout: DataLayout, fingerprints: dict[str, str]) -> None:
+    """Cache the short fingerprints of hand-given keys."""
+    _append(frontier_dir(layout) / "hand-keys.tsv", (f"{k}\t{f}" for k, f in fingerprints.items()))
+
+
+@dataclass
+class FrontierBatch:
+    """One discovery's result: the tasks it adds and the links it saw.
+
+    `children` are `{"key", "params"}`; `rows` are frontier rows as dicts (`FrontierRow`
+    fields); `keys` the keys that are new tasks after storing (set when applied).
+    """
+
+    id: str
+    parents: list[str]
+    children: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    crawls: list[str] = field(default_factory=list)
+    applied: bool = False
+    keys: list[str] = field(default_factory=list)
+
+    def to_bytes(self) -> bytes:
+        """The batch as written to disk."""
+        return orjson.dumps(self.__dict__)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: Path) -> "FrontierBatch":
+        """A batch read back.
+
+        Raises:
+            ValueError: naming `path` when it is not a batch this module wrote.
+        """
+        try:
+            return cls(**orjson.loads(data))
+        except (orjson.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"{path} is not a frontier batch: {exc}") from None
+
+
+def new_batch_id() -> str:
+    """A unique id whose order is creation order (a driver's run keys are built from it)."""
+    return f"{time.time_ns():020d}-{os.getpid()}"
+
+
+def batch_path(layout: DataLayout, batch_id: str) -> Path:
+    """Where batch `batch_id` is kept."""
+    return frontier_dir(layout) / "batches" / f"{batch_id}.json"
+
+
+def save_batch(layout: DataLayout, batch: FrontierBatch) -> None:
+    """Write `batch` atomically."""
+    write_bytes_atomic(batch_path(layout, batch.id), batch.to_bytes())
+
+
+def batches(layout: DataLayout) -> list[FrontierBatch]:
+    """Every batch kept (applied or not), oldest first.
+
+    Raises:
+        ValueError: naming a batch file that cannot be read (never skipped: its tasks would
+            never run).
+    """
+    folder = frontier_dir(layout) / "batches"
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
+    return [FrontierBatch.from_bytes((folder / n).read_bytes(), folder / n) for n in names]
+
+
+def pending_batches(layout: DataLayout) -> list[FrontierBatch]:
+    """Applied batches whose tasks a driver has not finished with yet, oldest first."""
+    return [batch for batch in batches(layout) if batch.applied]
+
+
+def finish_batch(layout: DataLayout, batch_id: str) -> None:
+    """Forget a batch once its tasks are partitions and their runs exist (or ran)."""
+    batch_path(layout, batch_id).unlink(missing_ok=True)

@@ -1,0 +1,179 @@
+"""`discover` on real status files and a real DuckDB: scope, patterns, depth, dedupe, budget,
+the frontier rows, and resuming."""
+
+from scrapeflow_dagster.engine.crawl import discover, known_fingerprints, pending_batches
+from scrapeflow_dagster.engine.crawl.journal import (
+    FrontierBatch,
+    batches,
+    expanded_keys,
+    save_batch,
+)
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.state.files import iter_status_files
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.tasks.keys import request_key
+from scrapeflow_dagster_tests.engine.crawl.helpers import (
+    frontier,
+    params_of,
+    parsed,
+    run_discovery,
+    seed,
+)
+
+SEED = "http://shop.example.com/graph/0"
+
+
+def _outcomes(layout: DataLayout) -> dict[str, str]:
+    return {row["url"]: row["outcome"] for row in frontier(layout)}
+
+
+def test_links_in_scope_become_tasks_with_the_seeds_settings(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=2, allow=[r"/graph/"], max_pages=50)
+    parsed(
+        layout,
+        root,
+        [
+            "http://shop.example.com/graph/1",
+            "http://SHOP.example.com:80/graph/2",  # same request as .../graph/2 below
+            "http://shop.example.com/graph/2",
+            "http://shop.example.com/graph/3?b=2&a=1",
+            "http://other.example.com/graph/4",  # another host
+            "ftp://shop.example.com/graph/5",
+            "http://shop.example.com/about",  # no allow match
+        ],
+    )
+    found = run_discovery(layout, [root])
+    child = request_key("http://shop.example.com/graph/1")
+    assert sorted(found.keys) == sorted(
+        request_key(f"http://shop.example.com/graph/{n}") for n in ("1", "2", "3?a=1&b=2")
+    )
+    assert params_of(layout, child) == {
+        "url": "http://shop.example.com/graph/1",
+        "max_depth": 2,
+        "scope": "host",
+        "allow": ["/graph/"],
+        "max_pages": 50,
+        "depth": 1,
+        "parent": root,
+        "crawl": root,
+    }
+    assert _outcomes(layout) == {
+        "http://shop.example.com/graph/1": "added",
+        "http://shop.example.com/graph/2": "added",
+        "http://shop.example.com/graph/3?a=1&b=2": "added",
+        "http://other.example.com/graph/4": "out_of_scope",
+        "ftp://shop.example.com/graph/5": "out_of_scope",
+        "http://shop.example.com/about": "out_of_scope",
+    }
+    rows = frontier(layout)
+    assert {(r["crawl"], r["parent"], r["depth"]) for r in rows} == {(root, root, 1)}
+    assert {r["child"] for r in rows if r["url"].endswith("/graph/1")} == {child}
+
+
+def test_domain_scope_keeps_the_registered_domain(layout: DataLayout) -> None:
+    root = seed(layout, "http://www.example.co.uk/", max_depth=1, scope="domain")
+    parsed(
+        layout,
+        root,
+        [
+            "http://shop.example.co.uk/a",  # same registered domain
+            "http://example.co.uk/b",
+            "http://other.co.uk/c",  # co.uk is a public suffix: another domain
+            "http://example.com/d",
+        ],
+    )
+    run_discovery(layout, [root])
+    assert _outcomes(layout) == {
+        "http://shop.example.co.uk/a": "added",
+        "http://example.co.uk/b": "added",
+        "http://other.co.uk/c": "out_of_scope",
+        "http://example.com/d": "out_of_scope",
+    }
+
+
+def test_deny_patterns_depth_and_known_links(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=1, deny=[r"/private/"])
+    parsed(
+        layout,
+        root,
+        [SEED, "http://shop.example.com/private/1", "http://shop.example.com/graph/1"],
+    )
+    first = run_discovery(layout, [root])
+    assert first.outcomes == {"known": 1, "denied": 1, "added": 1}
+    child = first.keys[0]
+    parsed(layout, child, [SEED, "http://shop.example.com/graph/4"])  # depth 2 > max_depth 1
+    second = run_discovery(layout, [child])
+    assert second.keys == []
+    outcomes = {(r["parent"], r["url"]): r["outcome"] for r in frontier(layout)}
+    assert outcomes[(child, "http://shop.example.com/graph/4")] == "too_deep"
+    assert outcomes[(child, SEED)] == "known"
+
+
+def test_a_link_known_under_a_hand_given_key_is_not_added_again(layout: DataLayout) -> None:
+    seed(layout, "http://shop.example.com/graph/7", key="my-own-key")
+    root = seed(layout, SEED, max_depth=3)
+    parsed(layout, root, ["http://shop.example.com/graph/7#top"])
+    found = run_discovery(layout, [root])
+    assert found.keys == [] and found.outcomes == {"known": 1}
+    assert len(known_fingerprints(layout)) == 2  # read from the hand key's params, then cached
+
+
+def test_the_budget_counts_the_seed_and_every_task_added(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=5, max_pages=3)
+    parsed(layout, root, [f"http://shop.example.com/graph/{n}" for n in range(1, 4)])
+    found = run_discovery(layout, [root])
+    assert len(found.keys) == 2
+    assert found.outcomes == {"added": 2, "over_budget": 1}
+    parsed(layout, found.keys[0], ["http://shop.example.com/graph/9"])
+    assert run_discovery(layout, [found.keys[0]]).outcomes == {"over_budget": 1}
+
+
+def test_pages_not_parsed_and_tasks_outside_any_crawl(layout: DataLayout) -> None:
+    plain = seed(layout, "http://shop.example.com/plain")  # max_depth 0: not followed
+    parsed(layout, plain, ["http://shop.example.com/x"])
+    unparsed = seed(layout, SEED, max_depth=2)
+    found = run_discovery(layout, [plain, unparsed])
+    assert found.keys == [] and found.parents == 0
+    assert expanded_keys(layout) == {plain}  # the unparsed one is left for later
+    parsed(layout, unparsed, ["http://shop.example.com/y"])
+    assert len(run_discovery(layout, [plain, unparsed]).keys) == 1
+
+
+def test_running_again_adds_nothing_and_records_no_row_twice(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=2)
+    parsed(layout, root, [f"http://shop.example.com/graph/{n}" for n in range(1, 4)])
+    first = run_discovery(layout, [root])
+    tasks = sorted(p.name for p in iter_status_files(layout.status_dir))
+    rows = frontier(layout)
+    again = run_discovery(layout, [root])
+    assert again.batch is None and again.keys == []
+    assert sorted(p.name for p in iter_status_files(layout.status_dir)) == tasks
+    assert frontier(layout) == rows
+    assert [b.keys for b in pending_batches(layout)] == [first.keys]
+
+
+def test_a_batch_left_unapplied_by_a_kill_is_applied_by_the_next_discovery(
+    layout: DataLayout,
+) -> None:
+    root = seed(layout, SEED, max_depth=2)
+    url = "http://shop.example.com/graph/1"
+    child = request_key(url)
+    # What a discovery killed right after writing its batch leaves behind.
+    row = {"crawl": root, "parent": root, "depth": 1, "discovered_at": "2026-01-01T00:00:00"}
+    save_batch(
+        layout,
+        FrontierBatch(
+            id="00000000000000000001-1",
+            parents=[root],
+            children=[{"key": child, "params": {"url": url, "depth": 1, "crawl": root}}],
+            rows=[{**row, "url": url, "child": child, "outcome": "added"}],
+        ),
+    )
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        found = discover(layout, [root], ledger=ledger)
+    assert found.batch is None  # the root is expanded: by the replayed batch
+    assert params_of(layout, child)["crawl"] == root
+    assert [(b.id, b.applied, b.keys) for b in batches(layout)] == [
+        ("00000000000000000001-1", True, [child])
+    ]
+    assert [r["outcome"] for r in frontier(layout)] == ["added"]
