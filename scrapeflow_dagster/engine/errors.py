@@ -15,6 +15,7 @@ class ErrorKind(StrEnum):
     BLOCKED = "blocked"  # block codes or a failed validation: retry through another proxy
     PROXY = "proxy"  # the proxy itself failed (connect, auth): retry through another proxy
     UPSTREAM = "upstream"  # a step it needs has not succeeded: due once that one succeeds
+    DISALLOWED = "disallowed"  # robots.txt forbids the URL: never requested, never retried
 
 
 class ScrapeError(RuntimeError):
@@ -64,6 +65,18 @@ class TransientError(ScrapeError):
     """A network failure or timeout worth retrying (wraps aiohttp and timeout errors)."""
 
     kind = ErrorKind.TRANSIENT
+
+
+class DisallowedError(ScrapeError):
+    """robots.txt forbids fetching the URL for our User-Agent; no request was sent."""
+
+    kind = ErrorKind.DISALLOWED
+    attempts = 0
+
+
+class RobotsUnavailableError(TransientError):
+    """robots.txt could not be read (5xx, 429, network): nothing at that origin is fetched in
+    this run, and the task is retried in a later one."""
 
 
 class InvalidTaskError(ValueError):

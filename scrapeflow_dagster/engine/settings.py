@@ -23,6 +23,11 @@ DEFAULT_TIMEOUT_SECONDS = 30.0  # one executor for one task, retries included
 DEFAULT_PROXY_ERROR_THRESHOLD = 3.0  # error score at which a proxy is benched
 DEFAULT_PROXY_COOLDOWN_SECONDS = 300.0  # how long a benched proxy stays out
 DEFAULT_REFRESH_MAX_AGE_HOURS = 168  # the refresh schedule re-scrapes successes older than this
+# Politeness, on by default as in Scrapy and Crawlee.
+DEFAULT_RESPECT_ROBOTS_TXT = True
+DEFAULT_ROBOTS_MAX_AGE_SECONDS = 24 * 3600.0  # a cached robots.txt older than this is re-fetched
+DEFAULT_MAX_PER_HOST = 8  # requests in flight per host:port, across runs (Scrapy's default)
+DEFAULT_PER_HOST_DELAY_SECONDS = 0.0  # between request starts at one host, across runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +49,36 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class PoliteSettings:
+    """robots.txt and per-host limits; they hold across runs sharing a data folder on one machine.
+
+    The delay between request starts at one host is the larger of `per_host_delay_seconds`
+    and the host's robots.txt `Crawl-delay` for our User-Agent.
+
+    Raises:
+        ValueError: naming the setting when a number is negative.
+    """
+
+    respect_robots_txt: bool = DEFAULT_RESPECT_ROBOTS_TXT
+    robots_max_age_seconds: float = DEFAULT_ROBOTS_MAX_AGE_SECONDS
+    max_per_host: int = DEFAULT_MAX_PER_HOST  # 0: no per-host limit
+    per_host_delay_seconds: float = DEFAULT_PER_HOST_DELAY_SECONDS
+    robots_timeout_seconds: float = 10.0  # fetching one robots.txt, connect to last byte
+    robots_max_bytes: int = 512 * 1024  # RFC 9309 asks parsers to read at least 500 KiB
+
+    def __post_init__(self) -> None:
+        for name in (
+            "robots_max_age_seconds",
+            "max_per_host",
+            "per_host_delay_seconds",
+            "robots_timeout_seconds",
+            "robots_max_bytes",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True, slots=True)
 class ScrapeSettings:
     """Per-request limits for the `scrape` executors."""
 
@@ -52,3 +87,4 @@ class ScrapeSettings:
     verify_tls: bool = True  # a task's params may turn it off with "verify_tls": false
     user_agent: str = field(default_factory=lambda: DEFAULT_USER_AGENT)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    polite: PoliteSettings = field(default_factory=PoliteSettings)

@@ -13,10 +13,12 @@ from yarl import URL
 from scrapeflow_dagster.engine.errors import (
     BlockedError,
     BodyTooLargeError,
+    DisallowedError,
     ErrorKind,
     HttpStatusError,
     InvalidTaskError,
     ProxyError,
+    RobotsUnavailableError,
     ScrapeError,
 )
 from scrapeflow_dagster.engine.redact import proxy_host, redact
@@ -86,32 +88,45 @@ async def _request_once(
     headers = params.get("headers")
     if conditional:
         headers = {**(headers or {}), **conditional}
-    async with session.request(
-        "POST" if payload is not None else "GET",
-        url,
-        json=payload,
-        cookies=params.get("cookies"),
-        headers=headers,
-        proxy=proxy,
-        ssl=verify,
-        timeout=_timeout(settings.request_timeout_seconds),
-    ) as response:
-        if conditional and response.status == NOT_MODIFIED:
-            return b"", response
-        kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
-        if kind is not None:
-            raise HttpStatusError(
-                response.status,
-                kind=kind,
-                retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
-            )
-        cap = settings.max_body_bytes
-        declared = response.content_length
-        if declared is not None and declared <= cap and "Content-Encoding" not in response.headers:
-            # The common case, read without another coroutine frame: no encoding, so
-            # Content-Length is the decoded size.
-            return await response.read(), response
-        return await _read_capped(response, cap), response
+    polite = context.polite
+    slot = None
+    if polite is not None:
+        host = f"{url.host}:{url.port}"  # politeness's `host_of`, without a call per request
+        slot = polite.try_acquire(host) or await polite.acquire(host)
+    try:
+        async with session.request(
+            "POST" if payload is not None else "GET",
+            url,
+            json=payload,
+            cookies=params.get("cookies"),
+            headers=headers,
+            proxy=proxy,
+            ssl=verify,
+            timeout=_timeout(settings.request_timeout_seconds),
+        ) as response:
+            if conditional and response.status == NOT_MODIFIED:
+                return b"", response
+            kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
+            if kind is not None:
+                raise HttpStatusError(
+                    response.status,
+                    kind=kind,
+                    retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
+                )
+            cap = settings.max_body_bytes
+            declared = response.content_length
+            if (
+                declared is not None
+                and declared <= cap
+                and "Content-Encoding" not in response.headers
+            ):
+                # The common case, read without another coroutine frame: no encoding, so
+                # Content-Length is the decoded size.
+                return await response.read(), response
+            return await _read_capped(response, cap), response
+    finally:
+        if slot is not None:
+            polite.release(slot)  # type: ignore[union-attr]
 
 
 def _check_params(params: dict[str, Any]) -> URL:
@@ -153,6 +168,7 @@ async def fetch(
         raise ScrapeError(str(exc)) from None
     provider = context.proxy_provider
     policy = context.settings.retry
+    polite = context.polite if context.session is not None else None
     attempts = target_failures = proxy_failures = 0
     while True:
         proxy = provider.get_one_proxy(params.get("country")) if provider else None
@@ -161,6 +177,9 @@ async def fetch(
             if provider is not None and proxy is None:
                 # Going direct would expose our address to a site we chose to reach via proxies.
                 raise ProxyError("no healthy proxy left in the pool (not going direct)")
+            if polite is not None:
+                # robots.txt is read (once per origin) through this try's proxy, if any.
+                await polite.check(context.session, url, proxy=proxy)  # type: ignore[arg-type]
             body, response = await _request_once(context, url, params, proxy, conditional)
             if validate is not None:
                 try:
@@ -169,6 +188,10 @@ async def fetch(
                     raise BlockedError(redact(str(exc)) or "validation failed") from None
         except (ScrapeError, aiohttp.ClientError, TimeoutError) as raw:
             error = as_scrape_error(raw, via_proxy=proxy is not None)
+            if isinstance(error, DisallowedError | RobotsUnavailableError):
+                # Nothing was requested, and asking again in this run would get the same answer.
+                error.attempts = attempts - 1
+                raise error from None
             error.attempts = attempts
             error.proxy_host = proxy_host(proxy)
             if provider is not None and proxy is not None:

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import aiohttp
 
+from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.settings import ScrapeSettings
@@ -38,6 +39,8 @@ class Context(NamedTuple):
     proxy_provider: ProxyProvider | None
     # Request limits and retry policy of the scrape executors.
     settings: ScrapeSettings = ScrapeSettings()
+    # robots.txt and per-host limits (None: requests go out unchecked, as scrapeflow's did).
+    polite: Politeness | None = None
 
 
 ExecutorOutput = dict[str, Any]

@@ -8,14 +8,16 @@ status and stop that task's chain; anything else is a bug: sibling tasks are can
 """
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import (
     Context,
@@ -34,6 +36,10 @@ from scrapeflow_dagster.engine.settings import (
 from scrapeflow_dagster.engine.state.locks import TaskLocks
 from scrapeflow_dagster.engine.state.schema import Params
 from scrapeflow_dagster.engine.tasks.keys import validate_key
+
+# robots.txt cache and per-host slot files, beside the task locks (`.locks/`): a leading dot keeps
+# them out of status scans, and every run over the same folder shares them.
+POLITE_DIR = ".polite"
 
 
 def _forced_names(force: Iterable[str | Callable[..., Any]] | str | None) -> list[str]:
@@ -88,7 +94,10 @@ async def _session_for(
     if session is not None:
         yield session
         return
-    connector = aiohttp.TCPConnector(limit=parallelism, limit_per_host=0, ssl=settings.verify_tls)
+    # The connector's per-host limit backs up the politeness gate (0: none, for both).
+    connector = aiohttp.TCPConnector(
+        limit=parallelism, limit_per_host=settings.polite.max_per_host, ssl=settings.verify_tls
+    )
     # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
     # come from its params.
     async with aiohttp.ClientSession(
@@ -97,6 +106,28 @@ async def _session_for(
         cookie_jar=aiohttp.DummyCookieJar(),
     ) as own:
         yield own
+
+
+def _wait_guard(deadlines: StepDeadlines) -> Callable[[], Any]:
+    """A context manager factory that stops the current step's time limit while it waits for
+    a host's turn: waiting out politeness is not the step being slow."""
+
+    @contextmanager
+    def paused() -> Iterator[None]:
+        # TODO(owner of run/deadlines): a public `StepDeadlines.paused()` instead of `_running`.
+        bound = deadlines._running.get(asyncio.current_task())  # type: ignore[arg-type]
+        if bound is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        began, deadline = loop.time(), bound.deadline
+        bound.deadline = math.inf
+        try:
+            yield
+        finally:
+            bound.deadline = deadline + (loop.time() - began)
+
+    return paused
 
 
 async def execute_async(
@@ -151,17 +182,24 @@ async def execute_async(
     async with _session_for(session, parallelism, settings) as live_session:
         if proxy_provider is not None:
             await proxy_provider.load(live_session)
+        timeout_seconds = timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS
+        deadlines = StepDeadlines(timeout_seconds)
         context = Context(
             dir=directory,
             session=live_session,
             forced_executors=_forced_names(force_executors),
             semaphore=asyncio.Semaphore(parallelism),
-            timeout_seconds=timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS,
+            timeout_seconds=timeout_seconds,
             proxy_provider=proxy_provider,
             settings=settings,
+            polite=Politeness(
+                directory / POLITE_DIR,
+                settings.polite,
+                user_agent=settings.user_agent,
+                wait_guard=_wait_guard(deadlines),
+            ),
         )
         locks = TaskLocks(directory)
-        deadlines = StepDeadlines(context.timeout_seconds)
         runner = Runner(
             executors,
             context,

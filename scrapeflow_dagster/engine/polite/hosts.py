@@ -1,0 +1,196 @@
+"""Per-host limits that hold inside a run and across processes sharing one data folder.
+
+A host (`host:port`, as the server sees its Host header) has `limit` slots. Inside a process, a
+counter with a FIFO of waiters hands them out, so the common case (a free slot) never suspends.
+Across processes, each slot is a lock file `<directory>/<host>/<i>.lock` taken with a
+non-blocking `flock` for the duration of one request: the kernel drops it when the holder closes
+it or dies (SIGKILL included), so a killed run never keeps a slot. A process that finds every
+slot file taken polls until one frees.
+
+A delay between request starts at one host (the larger of the configured delay and robots.txt's
+`Crawl-delay`) is kept in `<directory>/<host>/next-start`: under a short `flock`, a request
+reads when the next may start, books that time plus the delay for the one after it, and sleeps
+until its own turn. Without a delay that file is never touched.
+"""
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+_POLL_SECONDS = 0.01
+_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
+_STAMP_BYTES = 32
+
+WaitGuard = Callable[[], AbstractContextManager[object]]
+
+
+def _no_guard() -> AbstractContextManager[object]:
+    return contextlib.nullcontext()
+
+
+class _Gate:
+    """This process's share of one host: slots in use, slot files held, coroutines waiting."""
+
+    __slots__ = ("held", "in_use", "waiters")
+
+    def __init__(self) -> None:
+        self.in_use = 0
+        self.held: set[int] = set()
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+
+class Slot:
+    """One request's hold on a host: release it with `HostSlots.release` (exactly once)."""
+
+    __slots__ = ("fd", "host", "index")
+
+    def __init__(self, host: str, index: int, fd: int) -> None:
+        self.host = host
+        self.index = index
+        self.fd = fd
+
+
+class HostSlots:
+    """At most `limit` requests in flight per host (0: no limit), `delay` apart, across processes.
+
+    `wait_guard` wraps every wait (a full host, a delay): the run uses it to stop a step's
+    time limit from counting time spent waiting for politeness.
+    """
+
+    def __init__(self, directory: Path, *, limit: int, wait_guard: WaitGuard | None = None):
+        self._dir = os.fspath(directory)
+        self._limit = limit
+        self._gates: dict[str, _Gate] = {}
+        self._made: set[str] = set()
+        self._wait_guard = wait_guard or _no_guard
+
+    def _host_dir(self, host: str) -> str:
+        path = os.path.join(self._dir, _UNSAFE.sub("_", host))
+        if path not in self._made:
+            os.makedirs(path, exist_ok=True)
+            self._made.add(path)
+        return path
+
+    def try_acquire(self, host: str) -> Slot | None:
+        """A slot at `host` when one is free now in this process and across processes, without
+        suspending; None when the caller must `await acquire(host)` instead."""
+        if not self._limit:
+            return Slot(host, -1, -1)
+        gate = self._gates.get(host)
+        if gate is None:
+            gate = self._gates[host] = _Gate()
+        elif gate.in_use >= self._limit or gate.waiters:
+            return None
+        slot = self._try_file(host, gate)
+        if slot is not None:
+            gate.in_use += 1
+        elif not gate.in_use:
+            del self._gates[host]
+        return slot
+
+    async def acquire(self, host: str, *, delay_seconds: float = 0.0) -> Slot:
+        """Wait for a slot at `host` and for its turn after `delay_seconds` since the last start.
+
+        Raises:
+            OSError: when the slot folder cannot be created or opened.
+        """
+        slot = self.try_acquire(host) if self._limit else None
+        if slot is None:
+            with self._wait_guard():
+                slot = await self._wait_for_slot(host) if self._limit else Slot(host, -1, -1)
+        if delay_seconds > 0:
+            try:
+                wait = self._book_start(host, delay_seconds)
+                if wait > 0:
+                    with self._wait_guard():
+                        await asyncio.sleep(wait)
+            except BaseException:
+                self.release(slot)
+                raise
+        return slot
+
+    async def _wait_for_slot(self, host: str) -> Slot:
+        gate = self._gates.get(host)
+        if gate is None:
+            gate = self._gates[host] = _Gate()
+        if gate.in_use >= self._limit or gate.waiters:
+            waiter = asyncio.get_running_loop().create_future()
+            gate.waiters.append(waiter)
+            try:
+                await waiter  # `release` hands its count over: in_use stays as it was
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._hand_over(host, gate)  # handed over, then cancelled: pass it on
+                else:
+                    with contextlib.suppress(ValueError):  # skipped and dropped by a release
+                        gate.waiters.remove(waiter)
+                raise
+        else:
+            gate.in_use += 1
+        try:
+            while (slot := self._try_file(host, gate)) is None:
+                await asyncio.sleep(_POLL_SECONDS)  # every slot file held by other processes
+        except BaseException:
+            self._hand_over(host, gate)
+            raise
+        return slot
+
+    def _try_file(self, host: str, gate: _Gate) -> Slot | None:
+        folder = self._host_dir(host)
+        for index in range(self._limit):
+            if index in gate.held:
+                continue
+            fd = os.open(f"{folder}/{index}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another process's request holds this slot
+                os.close(fd)
+                continue
+            gate.held.add(index)
+            return Slot(host, index, fd)
+        return None
+
+    def release(self, slot: Slot) -> None:
+        """Give the slot back: the next waiter of this process (if any) gets its turn."""
+        if slot.fd < 0:
+            return
+        os.close(slot.fd)  # closing drops the flock
+        gate = self._gates[slot.host]
+        gate.held.discard(slot.index)
+        self._hand_over(slot.host, gate)
+
+    def _hand_over(self, host: str, gate: _Gate) -> None:
+        while gate.waiters:
+            waiter = gate.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        gate.in_use -= 1
+        if not gate.in_use:
+            del self._gates[host]  # a million hosts seen once leave nothing behind
+
+    def _book_start(self, host: str, delay_seconds: float) -> float:
+        """Book this request's start at `host`; returns how long to sleep until then."""
+        path = f"{self._host_dir(host)}/next-start"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            # Held only for a read and a write: blocking here is shorter than any poll.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.pread(fd, _STAMP_BYTES, 0).strip()
+            try:
+                booked = float(raw) if raw else 0.0
+            except ValueError:  # a torn or foreign file: start now
+                booked = 0.0
+            now = time.time()  # wall clock: shared by every process on the machine
+            start = max(now, booked)
+            os.pwrite(fd, f"{start + delay_seconds:.6f}".ljust(_STAMP_BYTES).encode(), 0)
+        finally:
+            os.close(fd)
+        return start - now

@@ -1,0 +1,236 @@
+"""robots.txt: fetched once per origin (scheme, host, port), parsed with protego, cached on disk.
+
+What an answer means follows RFC 9309 and Google's crawler: a 2xx body is the rules; a 4xx
+other than 429 means there are none (everything allowed); a 5xx, a 429 or a network error
+means the rules are unknown, and then the whole origin counts as disallowed for this run
+(nothing is fetched) but the tasks fail as transient, so a later run tries again. An older
+cached copy, when there is one, is used instead of that "unknown" (RFC 9309, 2.4).
+
+The cache is `<directory>/<origin>.json` (`origin`, `fetched_at`, `status`, `body`), written
+atomically and re-fetched once older than `robots_max_age_seconds`; a per-origin lock file makes
+one process fetch while others sharing the folder wait and read its copy.
+"""
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import orjson
+from protego import Protego  # type: ignore[import-untyped]
+from yarl import URL
+
+from scrapeflow_dagster.engine.errors import ProxyError
+from scrapeflow_dagster.engine.polite.hosts import HostSlots
+from scrapeflow_dagster.engine.redact import redact
+from scrapeflow_dagster.engine.settings import PoliteSettings
+from scrapeflow_dagster.engine.state.atomic import write_json_atomic
+from scrapeflow_dagster.engine.state.schema import parse_stamp, stamp, utc_now
+
+logger = logging.getLogger(__name__)
+
+_LOCK_POLL_SECONDS = 0.02
+_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRules:
+    """What one origin's robots.txt says, or why it could not be read."""
+
+    parser: Protego | None  # None: no rules, everything allowed
+    status: int | None  # the HTTP status robots.txt answered (None: no answer)
+    unreachable: str | None = None  # why the rules are unknown (then nothing is allowed)
+
+    def allows(self, url: str, user_agent: str) -> bool:
+        """Whether `url` may be fetched by `user_agent` (False while the rules are unknown)."""
+        if self.unreachable is not None:
+            return False
+        return self.parser is None or bool(self.parser.can_fetch(url, user_agent))
+
+    def crawl_delay_seconds(self, user_agent: str) -> float | None:
+        """The `Crawl-delay` for `user_agent`, if robots.txt sets one."""
+        if self.parser is None:
+            return None
+        delay = self.parser.crawl_delay(user_agent)
+        return float(delay) if delay is not None else None
+
+
+def origin_of(url: URL) -> str:
+    """`scheme://host:port` of `url`, the port always written (robots.txt is per origin)."""
+    return f"{url.scheme}://{url.host}:{url.port}"
+
+
+def _file_stem(origin: str) -> str:
+    return _UNSAFE.sub("_", origin.replace("://", "-"))
+
+
+def _rules_of(status: int, body: str) -> RobotsRules:
+    if 200 <= status < 300:
+        return RobotsRules(Protego.parse(body), status)
+    return RobotsRules(None, status)  # a 4xx: no robots.txt, so no rules
+
+
+def _cacheable(status: int | None) -> bool:
+    return status is not None and status < 500 and status != 429
+
+
+class RobotsCache:
+    """The robots.txt rules of every origin a run meets, each fetched at most once per run."""
+
+    def __init__(
+        self,
+        directory: Path,
+        settings: PoliteSettings,
+        *,
+        user_agent: str,
+        hosts: HostSlots | None = None,
+    ) -> None:
+        self._dir = directory
+        self._hosts = hosts
+        self._settings = settings
+        self._user_agent = user_agent
+        self._rules: dict[str, RobotsRules] = {}
+        self._loading: dict[str, asyncio.Task[RobotsRules]] = {}
+        self.fetches = 0  # robots.txt requests this cache sent (for tests and reports)
+
+    def known(self, origin: str) -> RobotsRules | None:
+        """The rules of `origin` when already loaded in this run (no I/O)."""
+        return self._rules.get(origin)
+
+    async def rules(
+        self, session: aiohttp.ClientSession, origin: str, *, proxy: str | None = None
+    ) -> RobotsRules:
+        """The rules of `origin`: from this run's memory, the disk cache, or a fetch.
+
+        Concurrent callers for one origin share one load; a caller cancelled meanwhile (its
+        step timed out) does not cancel the load the others wait for.
+        """
+        known = self._rules.get(origin)
+        if known is not None:
+            return known
+        task = self._loading.get(origin)
+        if task is None:
+            task = asyncio.ensure_future(self._load(session, origin, proxy))
+            self._loading[origin] = task
+        return await asyncio.shield(task)
+
+    async def _load(
+        self, session: aiohttp.ClientSession, origin: str, proxy: str | None
+    ) -> RobotsRules:
+        try:
+            path = self._dir / f"{_file_stem(origin)}.json"
+            rules = self._read_fresh(path)
+            if rules is None:
+                async with self._origin_lock(path.with_suffix(".lock")):
+                    # Another process may have fetched it while we waited for the lock.
+                    rules = self._read_fresh(path) or await self._fetch(
+                        session, origin, proxy, path
+                    )
+            self._rules[origin] = rules
+            return rules
+        finally:
+            self._loading.pop(origin, None)
+
+    def _read(self, path: Path) -> tuple[RobotsRules, float] | None:
+        """The cached rules and their age in seconds; None when absent or unreadable."""
+        try:
+            data = orjson.loads(path.read_bytes())
+            fetched_at = parse_stamp(data["fetched_at"])
+            status, body = int(data["status"]), str(data["body"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            logger.warning("ignoring unreadable robots.txt cache %s: %s", path, exc)
+            return None
+        if fetched_at is None:
+            logger.warning("ignoring robots.txt cache %s: no fetch time", path)
+            return None
+        return _rules_of(status, body), (utc_now() - fetched_at).total_seconds()
+
+    def _read_fresh(self, path: Path) -> RobotsRules | None:
+        cached = self._read(path)
+        if cached is None or cached[1] > self._settings.robots_max_age_seconds:
+            return None
+        return cached[0]
+
+    @contextlib.asynccontextmanager
+    async def _origin_lock(self, path: Path) -> AsyncIterator[None]:
+        self._dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:  # another process is fetching this origin's robots.txt
+                    await asyncio.sleep(_LOCK_POLL_SECONDS)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock, also when the process is killed
+
+    async def _fetch(
+        self, session: aiohttp.ClientSession, origin: str, proxy: str | None, path: Path
+    ) -> RobotsRules:
+        self.fetches += 1
+        # Fetching robots.txt is a request to the host like any other: it takes a slot.
+        hosts, slot = self._hosts, None
+        if hosts is not None:
+            host = origin.split("://", 1)[1]
+            slot = await hosts.acquire(host, delay_seconds=self._settings.per_host_delay_seconds)
+        try:
+            status, body, reason = await self._download(session, origin, proxy)
+        finally:
+            if hosts is not None and slot is not None:
+                hosts.release(slot)
+        if status is not None and body is not None and _cacheable(status):
+            record = {"origin": origin, "fetched_at": stamp(), "status": status, "body": body}
+            write_json_atomic(path, record)
+            return _rules_of(status, body)
+        stale = self._read(path)
+        if stale is not None:
+            logger.warning(
+                "robots.txt of %s unreachable (%s): using the cached copy", origin, reason
+            )
+            return stale[0]
+        return RobotsRules(None, status, unreachable=reason)
+
+    async def _download(
+        self, session: aiohttp.ClientSession, origin: str, proxy: str | None
+    ) -> tuple[int | None, str | None, str]:
+        """`(status, body, reason)`: the answer, or None and why there was none."""
+        cap = self._settings.robots_max_bytes
+        try:
+            async with session.get(
+                f"{origin}/robots.txt",
+                headers={"User-Agent": self._user_agent},
+                proxy=proxy,
+                timeout=aiohttp.ClientTimeout(total=self._settings.robots_timeout_seconds),
+            ) as response:
+                if proxy is not None and response.status == 407:
+                    raise ProxyError("the proxy refused us (HTTP 407) while reading robots.txt")
+                raw = bytearray()
+                while len(raw) < cap:  # the rest is ignored, as Google does
+                    chunk = await response.content.read(cap - len(raw))
+                    if not chunk:
+                        break
+                    raw += chunk
+                # RFC 9309: robots.txt is UTF-8.
+                return (
+                    response.status,
+                    raw.decode("utf-8", errors="replace"),
+                    f"HTTP {response.status}",
+                )
+        except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError):
+            raise  # the proxy failed, not the site: the caller tries another proxy
+        except aiohttp.ClientConnectorError as exc:
+            if proxy is not None:
+                raise  # through a proxy, a failed connection is the proxy's (as in retry)
+            return None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}"
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}"
