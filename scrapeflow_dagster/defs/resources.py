@@ -22,6 +22,7 @@ from scrapeflow_dagster.engine.settings import (
     DEFAULT_PROXY_ERROR_THRESHOLD,
     DEFAULT_REFRESH_MAX_AGE_HOURS,
     DEFAULT_TIMEOUT_SECONDS,
+    PoliteSettings,
     RetryPolicy,
     ScrapeSettings,
 )
@@ -33,10 +34,18 @@ ProxyKind = Literal["none", "list", "dict", "proxyscrape", "webshare", "iproyal"
 # Every default below is the engine's own (one source: engine.settings and its dataclasses).
 _SETTINGS = ScrapeSettings()
 _POLICY = _SETTINGS.retry
+_POLITE = _SETTINGS.polite
 
 
 class ScrapeSettingsResource(dg.ConfigurableResource):
-    """Concurrency, timeouts, retries, body cap and TLS verification of every executor run."""
+    """Concurrency, timeouts, retries, body cap, TLS verification and politeness of every
+    executor run.
+
+    Politeness holds across runs sharing the data folder on one machine: robots.txt is read
+    once per host and cached (`robots_max_age_seconds`), disallowed URLs end `disallowed`
+    without a request; at most `max_per_host` requests are in flight per host:port (0: no
+    limit), `per_host_delay_seconds` (or robots.txt's longer `Crawl-delay`) apart.
+    """
 
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
     executor_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
@@ -50,9 +59,17 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     verify_tls: bool = _SETTINGS.verify_tls
     user_agent: str = _SETTINGS.user_agent  # sent with every request
     block_status_codes: list[int] = Field(default_factory=lambda: list(_POLICY.block_status_codes))
+    respect_robots_txt: bool = _POLITE.respect_robots_txt
+    robots_max_age_seconds: float = _POLITE.robots_max_age_seconds  # then robots.txt is re-read
+    max_per_host: int = _POLITE.max_per_host  # requests in flight per host:port, across runs
+    per_host_delay_seconds: float = _POLITE.per_host_delay_seconds  # between starts at a host
 
     def build(self) -> ScrapeSettings:
-        """The engine settings these fields describe."""
+        """The engine settings these fields describe.
+
+        Raises:
+            ValueError: naming the field when a politeness number is negative.
+        """
         return ScrapeSettings(
             request_timeout_seconds=self.request_timeout_seconds,
             max_body_bytes=self.max_body_bytes,
@@ -65,6 +82,12 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 backoff_max_seconds=self.backoff_max_seconds,
                 retry_after_max_seconds=self.retry_after_max_seconds,
                 block_status_codes=tuple(self.block_status_codes),
+            ),
+            polite=PoliteSettings(
+                respect_robots_txt=self.respect_robots_txt,
+                robots_max_age_seconds=self.robots_max_age_seconds,
+                max_per_host=self.max_per_host,
+                per_host_delay_seconds=self.per_host_delay_seconds,
             ),
         )
 

@@ -38,6 +38,7 @@ class RetryRules:
     max_failed_runs: int = 5  # failed runs in a row after which a task is left alone
     backoff_base_seconds: float = 60.0  # wait after the 1st failed run; doubles each time
     backoff_max_seconds: float = 6 * 3600.0
+    # Not PERMANENT nor DISALLOWED (robots.txt forbids the URL): asking again cannot help.
     retry_kinds: tuple[str, ...] = (
         ErrorKind.TRANSIENT,
         ErrorKind.BLOCKED,
@@ -57,9 +58,10 @@ def decide(
     """Decide for executor `name` of one task (`now` naive UTC, like `_last_run`).
 
     A missing status or a step that never ran is due; a permanent error (other 4xx, body too
-    large, bad URL) is never retried, so a permanent failure cannot loop forever. A step after
-    others (`requires`) that found a block page gains nothing from re-reading the same body:
-    it asks for a new fetch (REFETCH), and is due again once an upstream step ran after it.
+    large, bad URL) or a URL robots.txt disallows is never retried, so a permanent failure
+    cannot loop forever. A step after others (`requires`) that found a block page gains
+    nothing from re-reading the same body: it asks for a new fetch (REFETCH), and is due again
+    once an upstream step ran after it.
     """
     if status is None or not has_run(status, name):
         return Decision.DUE

@@ -71,6 +71,13 @@ CASES = [
         Decision.GIVE_UP,
     ),
     (
+        "disallowed by robots.txt is never retried (nothing was ever requested)",
+        failed("scrape", kind="disallowed", failures=1, seconds_ago=10_000),
+        "scrape",
+        (),
+        Decision.GIVE_UP,
+    ),
+    (
         "permanent is never retried",
         failed("scrape", kind="permanent", failures=1, seconds_ago=10_000),
         "scrape",
