@@ -1,4 +1,5 @@
-"""Temp Dagster homes with the stock or the batched event log, and the real CLI run on them."""
+"""Temp Dagster homes with the stock or the batched event log (SQLite, or Postgres given a
+database URL), and the real CLI run on them."""
 
 import json
 import os
@@ -11,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 
+from scrapeflow_dagster.instance import dagster_yaml
 from scrapeflow_dagster_tests.storage.partitioned_defs import keys_partitions_def
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -24,22 +26,45 @@ BATCHED_YAML = """event_log_storage:
   config:
     base_dir: {base_dir}
 """
+# Stock dagster-postgres for runs, events and schedules.
+STOCK_POSTGRES_YAML = (
+    STOCK_YAML
+    + """storage:
+  postgres:
+    postgres_url: {url}
+"""
+)
+BATCHED_POSTGRES_MARK = "class: BatchedPostgresEventLogStorage\n  config:\n"
 
 
-def write_home(home: Path, *, batched: bool, options: dict[str, Any] | None = None) -> Path:
+def write_home(
+    home: Path,
+    *,
+    batched: bool,
+    options: dict[str, Any] | None = None,
+    postgres_url: str | None = None,
+) -> Path:
     """A fresh Dagster home at `home` with stock storage or the batched event log.
 
     Args:
         home: the folder (created).
-        batched: configure `BatchedSqliteEventLogStorage` as the event log storage.
+        batched: configure the batched event log storage (SQLite, or Postgres with a URL).
         options: more keys of the batched storage's config (`max_buffered_events`, ...).
+        postgres_url: Postgres for runs, events and schedules (an empty database) instead of
+            SQLite files in `home`; the batched home is the one `scrapeflow home init` writes.
     """
     home.mkdir(parents=True)
-    text = STOCK_YAML
-    if batched:
-        text += BATCHED_YAML.format(base_dir=home / "history" / "runs")
-        for name, value in (options or {}).items():
-            text += f"    {name}: {value}\n"
+    extra = "".join(f"    {name}: {value}\n" for name, value in (options or {}).items())
+    if postgres_url is None and not batched:
+        text = STOCK_YAML
+    elif postgres_url is None:
+        text = STOCK_YAML + BATCHED_YAML.format(base_dir=home / "history" / "runs") + extra
+    elif not batched:
+        text = STOCK_POSTGRES_YAML.format(url=postgres_url)
+    else:
+        text = dagster_yaml(home, postgres=postgres_url)
+        assert BATCHED_POSTGRES_MARK in text
+        text = text.replace(BATCHED_POSTGRES_MARK, BATCHED_POSTGRES_MARK + extra)
     (home / "dagster.yaml").write_text(text)
     return home
 

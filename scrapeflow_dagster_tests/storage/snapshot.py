@@ -7,6 +7,7 @@ kept: the same commands give the same ids in the index shard when the rows are t
 
 import sqlite3
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,35 @@ def asset_snapshot(
             for run_id, position in positions.items()
         },
     }
+
+
+def postgres_rows(postgres_url: str, positions: dict[str, int]) -> dict[str, Any]:
+    """The rows Dagster reads for assets from a Postgres event log, without ids, run ids and
+    timestamps: one table holds every process's events, whose interleaving (hence ids) differs
+    between two homes; asset events of a run come in one order from each process."""
+    import psycopg2
+
+    asset_types = tuple(event_type.value for event_type in ASSET_EVENT_TYPES)
+    dsn = postgres_url.replace("postgresql+psycopg2://", "postgresql://", 1)
+    with closing(psycopg2.connect(dsn)) as db, db.cursor() as cursor:
+        cursor.execute(
+            "SELECT run_id, dagster_event_type, asset_key, partition, step_key FROM event_logs"
+            " WHERE dagster_event_type IN %s ORDER BY id",
+            (asset_types,),
+        )
+        events = [(positions[run_id], *rest) for run_id, *rest in cursor.fetchall()]
+        cursor.execute(
+            "SELECT t.asset_key, t.key, e.partition FROM asset_event_tags t"
+            " JOIN event_logs e ON e.id = t.event_id ORDER BY t.id"
+        )
+        tags = cursor.fetchall()
+        cursor.execute(
+            "SELECT asset_key, last_run_id, last_materialization IS NOT NULL,"
+            " last_materialization_timestamp IS NOT NULL, cached_status_data"
+            " FROM asset_keys ORDER BY asset_key"
+        )
+        asset_keys = [
+            (asset_key, positions.get(last_run_id, last_run_id), *rest)
+            for asset_key, last_run_id, *rest in cursor.fetchall()
+        ]
+    return {"events": events, "tags": tags, "asset_keys": asset_keys}
