@@ -1,0 +1,115 @@
+"""What the scale-out tests share: the sharded code location run through the real `dagster`
+CLI, the steps a run's shards ran as, and the services (Postgres, Redis) they may need."""
+
+import os
+import subprocess
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster_tests.support.ledger import query
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+
+SHARDED_DEFS = "scrapeflow_dagster_tests.scaleout.sharded_defs"
+REQUIRE_SERVICES_ENV = "SCRAPEFLOW_REQUIRE_SERVICES"
+POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+
+
+def materialize(
+    env: Mapping[str, str],
+    select: str,
+    first: str,
+    last: str,
+    *,
+    config_json: str | None = None,
+    timeout_seconds: float = 150,
+    log_path: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`dagster asset materialize -m <sharded defs> --select ... --partition-range first...last`
+    as users run it, from the repository root; output captured (and written to `log_path`)."""
+    args = [str(BIN_DIR / "dagster"), "asset", "materialize", "-m", SHARDED_DEFS]
+    args += ["--select", select, "--partition-range", f"{first}...{last}"]
+    if config_json:
+        args += ["--config-json", config_json]
+    done = subprocess.run(
+        args, env=dict(env), cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_seconds
+    )
+    if log_path is not None:
+        log_path.write_text(done.stdout + done.stderr)
+    return done
+
+
+def last_run(instance: dg.DagsterInstance) -> dg.DagsterRun:
+    """The newest run of the instance."""
+    runs = instance.get_runs(limit=1)
+    assert runs, "no run was recorded"
+    return runs[0]
+
+
+def step_starts(instance: dg.DagsterInstance, run_id: str) -> dict[str, int]:
+    """step key -> the pid of the process that started it, for every step of the run."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_START).records
+    starts = {}
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        assert event is not None and event.pid is not None
+        starts[str(record.event_log_entry.step_key)] = event.pid
+    return starts
+
+
+def materialised_by_step(
+    instance: dg.DagsterInstance, run_id: str, asset: str
+) -> dict[str, list[str]]:
+    """step key -> the partitions of `asset` whose materialisation that step logged."""
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=100_000
+    ).records
+    found: dict[str, list[str]] = {}
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        assert event is not None
+        if event.asset_key == dg.AssetKey(asset):
+            found.setdefault(str(record.event_log_entry.step_key), []).append(str(event.partition))
+    return found
+
+
+def step_runs_per_key(layout: DataLayout, executor: str) -> dict[str, int]:
+    """key -> how many times the executor ran (not skipped) for it, from DuckDB's step rows."""
+    sql = "SELECT key, count(*) FROM step_runs WHERE executor = ? GROUP BY key"
+    return dict(query(layout.db_path, sql, [executor]))
+
+
+def sync_duckdb(env: Mapping[str, str]) -> None:
+    """`scrapeflow db sync`: the spooled rows of every shard into DuckDB."""
+    done = subprocess.run(
+        [str(BIN_DIR / "scrapeflow"), "db", "sync"],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def service_missing(what: str) -> None:
+    """Skip the test because `what` is missing, or fail it when services are required."""
+    if os.environ.get(REQUIRE_SERVICES_ENV) == "1":
+        pytest.fail(f"{what} (required: {REQUIRE_SERVICES_ENV}=1)")
+    pytest.skip(f"{what}; set {REQUIRE_SERVICES_ENV}=1 to make this a failure")
+
+
+def site_counts(base_url: str) -> dict[str, int]:
+    """Requests per path the bundled site answered (`GET /control/requests`), {} when this
+    version of the site does not count them."""
+    import json
+
+    try:
+        with urllib.request.urlopen(base_url + "/control/requests", timeout=5) as response:
+            return dict(json.loads(response.read())["paths"])
+    except urllib.error.HTTPError:
+        return {}
