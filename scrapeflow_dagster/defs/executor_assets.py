@@ -4,11 +4,15 @@ One run handles all its partitions concurrently through the engine. Succeeded (a
 succeeded, skipped) tasks are materialised with small metadata (url, attempts, http_status,
 size, md5) in every run; if any task failed the step
 fails after logging those materialisations, so exactly the failed partitions end FAILED in
-the UI and a "failed and missing" backfill re-runs just them.
+the UI and a "failed and missing" backfill re-runs just them. Tasks the run could not attempt
+(their upstream step has not succeeded) stay missing, also in a run that fails
+(`release_not_attempted`).
 """
 
 import asyncio
 import inspect
+import logging
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -100,6 +104,80 @@ def add_partition_metadata(
     return True
 
 
+def release_not_attempted(
+    context: dg.AssetExecutionContext, keys: Sequence[str], *, failed_key: str
+) -> bool:
+    """Keep the partitions of `keys`, which this failing run planned but could not attempt
+    (upstream missing), out of Dagster's FAILED partitions: they stay missing.
+
+    Dagster (1.13.27, `partition_status_cache`) calls a partition FAILED when its latest
+    planned or materialisation event is a planned one from a run that ended FAILURE, and a
+    ranged run plans every partition of its range. So each of `keys` gets a newer planned
+    event without a run (Dagster's runless run id, as for events reported outside runs): a
+    planned event whose run does not exist counts as neither failed nor in progress. It must
+    be written before the run ends (the status cache never takes a partition back out of
+    FAILED but by a materialisation), hence here, in the step. Then `failed_key` is planned
+    again in this run, so the asset's latest planned run (the UI's "latest run") is still
+    this one; it stays FAILED. Only on the Dagster version this was checked against
+    (`test_assets` fails loudly otherwise); elsewhere it warns once and the keys end FAILED.
+
+    Returns:
+        Whether the events were written.
+    """
+    if not keys or not supports_dagster_version(
+        fallback="tasks not attempted (upstream missing) in a run with failures end FAILED"
+    ):
+        return False
+    from dagster._core.events import (
+        AssetMaterializationPlannedData,
+        DagsterEvent,
+        DagsterEventType,
+    )
+    from dagster._core.events.log import EventLogEntry
+    from dagster._core.instance import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
+
+    name = context.asset_key.to_user_string()
+    run = context.run
+    step_key = context.get_step_execution_context().step.key
+    stamp = time.time()
+
+    def planned(
+        key: str, run_id: str, job_name: str, step: str | None, message: str
+    ) -> "EventLogEntry":
+        event = DagsterEvent(
+            event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
+            job_name=job_name,
+            message=message,
+            event_specific_data=AssetMaterializationPlannedData(context.asset_key, partition=key),
+            step_key=step,
+        )
+        return EventLogEntry(
+            user_message=message,
+            level=logging.DEBUG,
+            job_name=job_name,
+            run_id=run_id,
+            error_info=None,
+            timestamp=stamp,
+            step_key=step,
+            dagster_event=event,
+        )
+
+    entries = [
+        planned(
+            key,
+            RUNLESS_RUN_ID,
+            RUNLESS_JOB_NAME,
+            None,
+            f"{name} {key}: not attempted by run {run.run_id}, its upstream step is missing",
+        )
+        for key in keys
+    ]
+    message = f"{name} {failed_key}: failed, the latest planned partition of run {run.run_id}"
+    entries.append(planned(failed_key, run.run_id, run.job_name, step_key, message))
+    context.instance.event_log_storage.store_event_batch(entries)
+    return True
+
+
 def _check_result(report: StepReport) -> dg.AssetCheckResult:
     counts = report.counts_by_outcome()
     return dg.AssetCheckResult(
@@ -152,6 +230,7 @@ def publish(
         # Only tasks whose upstream is missing: they stay missing (not failed) and no output
         # is yielded, so nothing downstream runs on them in this run.
         return
+    release_not_attempted(context, report.not_ready, failed_key=failed[-1])
     sample = ", ".join(failed[:5])
     raise dg.Failure(
         description=f"{len(failed)} of {report.tasks} tasks failed (e.g. {sample})",
