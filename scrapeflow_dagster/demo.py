@@ -1,5 +1,6 @@
 """The main job: serve the bundled site, add its pages as tasks, run the executor assets
-through the real `dagster` CLI on the embedded defaults, and print the DuckDB summary."""
+through the real `dagster` CLI on the embedded defaults, crawl the site's link graph from one
+seed (`scrapeflow crawl`), and print the DuckDB summary."""
 
 import os
 import subprocess
@@ -14,6 +15,8 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import ensure_dagster_home
 
 ASSETS = tuple(asset.key.to_user_string() for asset in executor_assets)
+# Three rounds (13 pages within depth 2 of /graph/0): the crawl in well under a minute.
+CRAWL_DEPTH = 2
 
 
 def _wait_for(url: str, timeout_seconds: float = 15.0) -> None:
@@ -82,6 +85,15 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
             )
             outcome = "all tasks succeeded" if done.returncode == 0 else "some tasks failed"
             print(f"   {outcome} ({time.monotonic() - started:.1f} s)", flush=True)
+        seeds = layout.root / "demo-seeds.txt"
+        seeds.write_text(f"{base_url}/graph/0\n")
+        print(f"== scrapeflow crawl {seeds} --max-depth {CRAWL_DEPTH}", flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "scrapeflow_dagster.cli", "crawl", str(seeds)]
+            + ["--max-depth", str(CRAWL_DEPTH)],
+            env=env,
+            check=True,
+        )
         print("== status files (scrapeflow status)", flush=True)
         subprocess.run([sys.executable, "-m", "scrapeflow_dagster.cli", "status"], env=env)
         print("== DuckDB summary (scrapeflow db summary)", flush=True)
@@ -90,7 +102,7 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
         )
         query = (
             f"import duckdb; print(duckdb.connect('{layout.db_path}', read_only=True)"
-            ".sql('FROM current_state LIMIT 5'))"
+            ".sql('SELECT depth, outcome, count(*) FROM frontier GROUP BY ALL ORDER BY ALL'))"
         )
         print(f'\nQuery it yourself (read-only, close it soon): .venv/bin/python -c "{query}"')
         # Dagster wants an absolute DAGSTER_HOME.

@@ -2,9 +2,9 @@
 failed, keep DuckDB in step and export results, serve the test site.
 
 One module per command group, each with `add_parser(sub, parent)` and its `cmd_*` functions:
-`tasks` (add) and `task_views` (list, show, find), `status`, `db`, `export`, `materialize`,
-`home`, `site` (site, demo); `common` and `progress` are shared. Dagster is imported only by
-the commands that use it, so the others start fast.
+`tasks` (add) and `task_views` (list, show, find, and `status`), `crawl`, `db`, `export`,
+`materialize`, `home`, `site` (site, demo); `common` and `progress` are shared. Dagster is
+imported only by the commands that use it, so the others start fast.
 """
 
 import argparse
@@ -14,12 +14,13 @@ from importlib.metadata import PackageNotFoundError, version
 
 from scrapeflow_dagster.cli import (
     common,
+    crawl,
     db,
     export,
     home,
     materialize,
     site,
-    status,
+    task_views,
     tasks,
 )
 from scrapeflow_dagster.engine.history import LedgerLockedError
@@ -29,12 +30,20 @@ DESCRIPTION = (
 )
 EPILOG = """exit codes:
   0  done (also: nothing to materialize)
-  1  some input refused (tasks add), some runs failed (materialize: some tasks failed),
-     no task found (tasks find)
+  1  some input refused (tasks add, crawl), some runs failed (materialize: some tasks
+     failed), no task found (tasks find); a crawl that finished exits 0 even if pages failed
   2  nothing done: bad usage, nothing could be read, DuckDB held by another process,
      an unusable data folder
 """
-_COMMAND_MODULES = (tasks, status, db, export, materialize, home, site)
+
+
+class _StatusCommand:
+    """`status` lives with the other read-only views of tasks (`task_views`)."""
+
+    add_parser = staticmethod(task_views.add_status_parser)
+
+
+_COMMAND_MODULES = (tasks, _StatusCommand, crawl, db, export, materialize, home, site)
 
 
 def package_version() -> str:

@@ -15,7 +15,7 @@ import shlex
 import subprocess
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from scrapeflow_dagster.cli import common
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE, materialize_range_command
@@ -63,31 +63,65 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise common.UsageError(f"--config-json is not JSON: {exc}") from None
     check_executor_asset(args.asset, args.module)
-    keys, statuses = _partitions(args.asset)
+    keys, statuses = partitions_of(args.asset)
     selected = select_keys(keys, statuses, args.which)
     if not selected:
         print(f"nothing to materialize: no {args.which} task partitions of {args.asset}")
         return 0
+    ranges, failed = run_ranges(
+        args.asset,
+        keys,
+        selected,
+        module=args.module,
+        data_dir=str(common.layout(args).root),
+        config_json=args.config_json,
+        dry_run=args.dry_run,
+    )
+    if not args.dry_run and len(ranges) > 1:
+        print(f"{common.plural(len(ranges), 'run')}: {failed} failed")
+    return 1 if failed else 0
+
+
+def run_ranges(
+    asset: str,
+    keys: Sequence[str],
+    selected: Sequence[str],
+    *,
+    module: str,
+    data_dir: str,
+    config_json: str | None = None,
+    dry_run: bool = False,
+    log: IO[str] | None = None,
+) -> tuple[list[tuple[str, str]], int]:
+    """Run `dagster asset materialize` of `asset` once per contiguous range of `selected`
+    among the ordered partitions `keys`.
+
+    Args:
+        log: where the commands' output and the per-range lines go (their output is passed
+            through, and the lines printed, when None).
+
+    Returns:
+        The ranges, and how many of their runs failed (exit code not 0).
+    """
     ranges = plan_ranges(keys, selected, passable=set())
     position = {key: index for index, key in enumerate(keys)}
-    env = {**os.environ, DATA_DIR_ENV: str(common.layout(args).root)}
+    env = {**os.environ, DATA_DIR_ENV: data_dir}
     failed = 0
     for first, last in ranges:
         size = common.plural(position[last] - position[first] + 1, "task")
         command = materialize_range_command(
-            args.asset, first, last, module=args.module, config_json=args.config_json
+            asset, first, last, module=module, config_json=config_json
         )
-        if args.dry_run:
-            print(f"{args.asset} {first}...{last} ({size}): would run {shlex.join(command)}")
+        if dry_run:
+            print(f"{asset} {first}...{last} ({size}): would run {shlex.join(command)}")
             continue
-        print(f"== {args.asset} {first}...{last} ({size})", flush=True)
-        code = subprocess.run(command, env=env, check=False).returncode
+        print(f"== {asset} {first}...{last} ({size})", file=log, flush=True)
+        output = {"stdout": log, "stderr": subprocess.STDOUT} if log is not None else {}
+        code = subprocess.run(command, env=env, check=False, **output).returncode  # type: ignore[call-overload]
         failed += code != 0
         outcome = "succeeded" if code == 0 else f"failed (dagster exit {code})"
-        print(f"{args.asset} {first}...{last} ({size}): {outcome}", flush=True)
-    if not args.dry_run and len(ranges) > 1:
-        print(f"{common.plural(len(ranges), 'run')}: {failed} failed")
-    return 1 if failed else 0
+        print(f"{asset} {first}...{last} ({size}): {outcome}", file=log, flush=True)
+    return ranges, failed
 
 
 def check_executor_asset(asset: str, module: str) -> None:
@@ -142,7 +176,8 @@ def select_keys(
     return [key for key in keys if statuses.get(key) is None]
 
 
-def _partitions(asset: str) -> tuple[list[str], Mapping[str, "dg.AssetPartitionStatus"]]:
+def partitions_of(asset: str) -> tuple[list[str], Mapping[str, "dg.AssetPartitionStatus"]]:
+    """The `tasks` partitions in order and `asset`'s status of each (Dagster's)."""
     import dagster as dg
 
     from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def

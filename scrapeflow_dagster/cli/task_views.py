@@ -1,4 +1,5 @@
-"""`scrapeflow tasks list | show | find`: tasks as their status files (and DuckDB) hold them.
+"""`scrapeflow tasks list | show | find` and `scrapeflow status`: tasks as their status files
+(and DuckDB) hold them.
 
 Read-only, and without Dagster: the status files are the truth about each task.
 """
@@ -20,6 +21,7 @@ from scrapeflow_dagster.engine.state.files import (
     load_status,
     status_path,
 )
+from scrapeflow_dagster.engine.status import status_summary
 from scrapeflow_dagster.engine.tasks.keys import validate_key
 
 _LIST_SUMMARY = "one line per task: key, each executor's last outcome, URL"
@@ -29,6 +31,26 @@ _NEVER_RAN = "-"
 _OUTPUT_CHARS = 300
 # `tasks find` falls back to the status files rather than wait long for a busy DuckDB.
 _FIND_LOCK_TIMEOUT_SECONDS = 2.0
+
+
+def add_status_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
+    """`status`."""
+    common.add_command(sub, parent, "status", cmd_status, summary="print the status summary")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print the counts of each status string per executor, or what there is before any run."""
+    status_dir = common.layout(args).status_dir
+    if not status_dir.is_dir():
+        common.say_error(f"no status folder at {status_dir}")
+        return 1
+    summary = status_summary(status_dir)
+    if not summary.empty:
+        print(summary.to_string())
+        return 0
+    stored = sum(1 for _ in iter_status_files(status_dir))
+    print(f"{common.plural(stored, 'task')} stored, none run yet" if stored else "no tasks yet")
+    return 0
 
 
 def add_parsers(actions: common.Subparsers, parent: argparse.ArgumentParser) -> None:

@@ -6,7 +6,6 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.inbox_sensor import build_inbox_sensor
 from scrapeflow_dagster.defs.report_asset import crawl_report, crawl_report_schedule
 from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
@@ -14,8 +13,10 @@ from scrapeflow_dagster.defs.resources import (
     automation_settings_from_env,
     proxy_resource_from_env,
 )
-from scrapeflow_dagster.defs.retry_sensor import build_retry_sensor
 from scrapeflow_dagster.defs.schedules import build_refresh_schedule
+from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
+from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
+from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
 
 
 def default_resources() -> dict[str, Any]:
@@ -40,7 +41,8 @@ def scrapeflow_definitions(
         executor_assets: upstream first; the first one fetches (e.g. the shipped
             `scrape_asset`), the others `requires` it. The inbox sensor runs the whole chain on
             new tasks; the retry sensor covers every one of them; the refresh schedule re-runs
-            the first.
+            the first; the frontier sensor (when the chain has a `pages` asset) runs the chain
+            on the tasks that links of parsed pages add.
         resources: replaces default resources by key (e.g. a `ScrapeSettingsResource` with
             other limits).
         assets: other assets of the code location that the sensors do not run (the
@@ -48,7 +50,18 @@ def scrapeflow_definitions(
     """
     return dg.Definitions(
         assets=[*executor_assets, crawl_report, *assets],
-        sensors=[build_inbox_sensor(executor_assets), build_retry_sensor(executor_assets)],
+        sensors=[
+            build_inbox_sensor(executor_assets),
+            build_retry_sensor(executor_assets),
+            *_frontier_sensors(executor_assets),
+        ],
         schedules=[build_refresh_schedule(executor_assets), crawl_report_schedule],
         resources={**default_resources(), **(resources or {})},
     )
+
+
+def _frontier_sensors(executor_assets: Sequence[dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
+    # Crawling needs the asset whose output lists links; a chain without it has nothing to crawl.
+    if dg.AssetKey("pages") not in [asset.key for asset in executor_assets]:
+        return []
+    return [build_frontier_sensor(executor_assets)]

@@ -8,6 +8,7 @@ file, then applied (tasks stored, rows spooled for DuckDB, parents marked): a ki
 is finished by the next discovery, and running it again over the same parents adds nothing.
 """
 
+import dataclasses
 import logging
 import os
 from collections import Counter
@@ -201,6 +202,9 @@ def _plan(layout: DataLayout, parents: list[Parent], now: datetime) -> journal.F
         crawl = parent.crawl
         child_depth = parent.settings.depth + 1
         budget = parent.settings.max_pages
+        inherited = dataclasses.replace(
+            parent.settings, depth=child_depth, parent=parent.key, crawl=crawl
+        ).as_params()
         for raw in parent.links:
             link = identify(raw)
             row: dict[str, Any] = {
@@ -225,19 +229,7 @@ def _plan(layout: DataLayout, parents: list[Parent], now: datetime) -> journal.F
                 continue
             known.add(short)
             sizes[crawl] = sizes.get(crawl, 0) + 1
-            settings = CrawlSettings(
-                max_depth=parent.settings.max_depth,
-                scope=parent.settings.scope,
-                allow=parent.settings.allow,
-                deny=parent.settings.deny,
-                max_pages=budget,
-                depth=child_depth,
-                parent=parent.key,
-                crawl=crawl,
-            )
-            batch.children.append(
-                {"key": link.key, "params": {"url": link.url, **settings.as_params()}}
-            )
+            batch.children.append({"key": link.key, "params": {"url": link.url, **inherited}})
     batch.crawls = sorted({p.crawl for p in parents})
     return batch
 

@@ -1,0 +1,130 @@
+"""Discovery of 100,000 links from 10,000 parsed pages into new tasks (target < 10 s).
+
+    .venv/bin/python -m bench.engine.bench_discovery
+    .venv/bin/python -m bench.engine.bench_discovery --pages 1000 --links 10 --json d.json
+
+Setup (not timed): a fresh data dir with `--pages` seed tasks (`max_depth` 3) whose `pages`
+output lists `--links` distinct in-scope links each (plus one link back to the seed, known).
+
+  discovery   `discover` over every parent: canonicalise, judge, dedupe, store the new tasks,
+              spool the frontier rows (the DuckDB sync at the end is timed apart);
+  again       the same call: every parent already expanded (what a sensor tick costs);
+  baseline    `add_tasks` of the same new tasks in another fresh data dir: what storing them
+              costs without discovery (the ratio shows discovery's own share).
+"""
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.lib.report import machine_info, print_table, write_json
+from scrapeflow_dagster.engine.crawl import discover
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.state.files import load_status, write_status
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.schema import record_success, utc_now
+from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.intake import TaskSpec, build_task
+
+TARGET_SECONDS = 10.0
+HOST = "http://bench.example.com"
+
+
+def _seed_specs(pages: int) -> list[TaskSpec]:
+    specs = [
+        build_task({"url": f"{HOST}/p/{n}", "max_depth": 3}, Path("seeds"), n) for n in range(pages)
+    ]
+    assert all(isinstance(s, TaskSpec) for s in specs)
+    return specs  # type: ignore[return-value]
+
+
+def _links(n: int, links: int) -> list[str]:
+    return [f"{HOST}/p/{n}/child/{i}#frag" for i in range(links)] + [f"{HOST}/p/0"]
+
+
+def setup(layout: DataLayout, pages: int, links: int) -> list[str]:
+    """Seeds stored and parsed; returns their keys."""
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        keys = add_tasks(layout, _seed_specs(pages), ledger=ledger).keys
+    now = utc_now()
+    for n, key in enumerate(keys):
+        status = load_status(layout.status_dir, key)
+        assert status is not None
+        record_success(status, "pages", {"links": _links(n, links)}, ended=now, attempts=1)
+        write_status(layout.status_dir, key, status)
+    return keys
+
+
+def measure(root: Path, pages: int, links: int) -> dict[str, Any]:
+    layout = DataLayout(root / "data").ensure()
+    keys = setup(layout, pages, links)
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, batch_rows=50_000)
+    started = time.perf_counter()
+    found = discover(layout, keys, ledger=ledger)
+    seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    synced = ledger.sync()
+    sync_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    again = discover(layout, keys, ledger=ledger)
+    again_seconds = time.perf_counter() - started
+    ledger.close()
+
+    children = found.batch.children if found.batch else []
+    base_layout = DataLayout(root / "baseline").ensure()
+    specs = [TaskSpec(c["key"], c["params"], Path("b"), i) for i, c in enumerate(children)]
+    with Ledger(base_layout.db_path, spool_dir=base_layout.spool_dir) as base_ledger:
+        started = time.perf_counter()
+        add_tasks(base_layout, specs, ledger=base_ledger)
+        base_ledger.flush()
+        baseline_seconds = time.perf_counter() - started
+    return {
+        "pages": pages,
+        "links": pages * (links + 1),
+        "added": len(found.keys),
+        "outcomes": found.outcomes,
+        "seconds": seconds,
+        "sync_seconds": sync_seconds,
+        "synced_rows": synced.ingested_rows,
+        "again_seconds": again_seconds,
+        "again_added": len(again.keys),
+        "baseline_add_tasks_seconds": baseline_seconds,
+        "ratio_to_baseline": seconds / baseline_seconds if baseline_seconds else None,
+        "target_ok": seconds < TARGET_SECONDS,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=10_000)
+    parser.add_argument("--links", type=int, default=10, help="new links per page")
+    parser.add_argument("--tmp-dir", help="where the data dirs go (default: the system's)")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-discovery-", dir=args.tmp_dir) as tmp:
+        result = measure(Path(tmp), args.pages, args.links)
+    print_table(
+        ["what", "value"],
+        [
+            ["parsed pages", result["pages"]],
+            ["links seen", result["links"]],
+            ["tasks added", result["added"]],
+            ["discovery seconds", round(result["seconds"], 2)],
+            ["  target", f"< {TARGET_SECONDS:g} s: {'PASS' if result['target_ok'] else 'FAIL'}"],
+            ["DuckDB sync of the rows, seconds", round(result["sync_seconds"], 2)],
+            ["again (all expanded), seconds", round(result["again_seconds"], 3)],
+            [
+                "baseline add_tasks of the same tasks, s",
+                round(result["baseline_add_tasks_seconds"], 2),
+            ],
+            ["discovery / baseline", round(result["ratio_to_baseline"] or 0, 2)],
+        ],
+        title="discovery",
+    )
+    write_json(args.json, {"machine": machine_info(), "result": result})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""`scrapeflow crawl FILE --max-depth N [--max-pages M] [--scope host|domain]`: FILE's tasks are
+seeds; each round materialises `scrape`, `validation` and `pages` over the tasks not parsed yet
+(the real `dagster asset materialize`, as `scrapeflow materialize` runs it), then turns the links
+of the parsed pages into new tasks (`engine.crawl.discover`), until no new task is in scope or
+the budget is spent. One line per round. Exit 0 when the crawl finished, even if some pages
+failed (see `scrapeflow status`); killed and run again, it goes on where it stopped: pages
+whose scrape completed are not fetched again, discovered tasks not yet run are run.
+"""
+
+import argparse
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from scrapeflow_dagster.cli import common, materialize
+from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
+from scrapeflow_dagster.engine.crawl import discover, finish_batch, pending_batches
+from scrapeflow_dagster.engine.crawl.journal import frontier_dir
+from scrapeflow_dagster.engine.errors import StatusFileError
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
+from scrapeflow_dagster.engine.state.schema import is_success
+from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec, read_task_file
+
+SUMMARY = "crawl from the tasks of a file: follow links within a depth, scope and budget"
+LINKS_ASSET = "pages"
+
+
+def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) -> None:
+    """The crawl settings as options; they apply to the lines that do not set them."""
+    parser.add_argument(
+        "--max-depth",
+        type=int,
+        required=depth_required,
+        metavar="N",
+        help="follow links up to N hops from each seed (0: do not follow)",
+    )
+    parser.add_argument("--max-pages", type=int, metavar="M", help="tasks per crawl, seed included")
+    parser.add_argument("--scope", choices=SCOPES, help="the seed's host (default) or domain")
+    parser.add_argument("--allow", action="append", metavar="REGEX", help="follow only matches")
+    parser.add_argument("--deny", action="append", metavar="REGEX", help="never follow matches")
+
+
+def crawl_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The crawl params the options give, validated.
+
+    Raises:
+        UsageError: naming the option (a negative depth, a bad regex).
+    """
+    given = {
+        "max_depth": args.max_depth,
+        "max_pages": args.max_pages,
+        "scope": args.scope,
+        "allow": args.allow,
+        "deny": args.deny,
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    try:
+        normalise_crawl_params(given)
+    except ValueError as exc:
+        raise common.UsageError(f"--{str(exc).replace('_', '-')}") from None
+    return given
+
+
+def with_options(items: Iterable[Item], options: dict[str, Any]) -> Iterator[Item]:
+    """`items` with the option params set where a line does not set them."""
+    for item in items:
+        if isinstance(item, TaskSpec) and options:
+            params = normalise_crawl_params({**options, **item.params})
+            item = dataclasses.replace(item, params=params)
+        yield item
+
+
+def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
+    """`crawl FILE --max-depth N [--max-pages M] [--scope host|domain] [--allow/--deny RE]`."""
+    crawl = common.add_command(
+        sub, parent, "crawl", cmd_crawl, summary=SUMMARY, description=__doc__
+    )
+    crawl.formatter_class = argparse.RawDescriptionHelpFormatter
+    crawl.add_argument("files", nargs="+", metavar="FILE", help="seeds (.txt, .csv, .jsonl)")
+    add_crawl_options(crawl, depth_required=True)
+    crawl.add_argument("--module", "-m", default=DEFINITIONS_MODULE, help="the code location")
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    """Add the seeds, then run rounds until the crawl is done; exit 0 when it finished (1 when
+    some seed lines were refused, 2 when none could be read)."""
+    options = crawl_options(args)
+    assets = materialize.executor_asset_names(args.module)
+    if LINKS_ASSET not in assets:
+        raise common.UsageError(f"{args.module} has no {LINKS_ASSET!r} asset: nothing lists links")
+    layout = common.layout(args).ensure()
+    seeds, refused = _add_seeds(layout, args.files, options)
+    if not seeds:
+        common.say_error("no seed could be read: nothing to crawl")
+        return 2
+    log_path = frontier_dir(layout) / "crawl.log"
+    print(f"crawl of {common.plural(len(seeds), 'seed')}; dagster output in {log_path}", flush=True)
+    with log_path.open("a") as log:
+        total = _rounds(layout, seeds, assets, module=args.module, log=log)
+    print(f"crawl finished: {common.plural(total, 'task')} run; see `scrapeflow status`")
+    return 1 if refused else 0
+
+
+def _add_seeds(
+    layout: DataLayout, files: Sequence[str], options: dict[str, Any]
+) -> tuple[list[str], int]:
+    keys: list[str] = []
+    refused = 0
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        for name in files:
+            report = add_tasks(
+                layout, with_options(read_task_file(Path(name)), options), ledger=ledger
+            )
+            for error in report.errors:
+                print(f"refused: {error}" if isinstance(error, LineError) else error)
+            refused += len(report.errors)
+            keys += report.keys
+    return list(dict.fromkeys(keys)), refused
+
+
+def _rounds(
+    layout: DataLayout, seeds: list[str], assets: list[str], *, module: str, log: IO[str]
+) -> int:
+    """Run rounds until no task of the crawl is left to run; returns the tasks run."""
+    crawls = set(seeds)
+    attempted: set[str] = set()
+    todo = list(seeds)
+    number = 0
+    while True:
+        batches = [b for b in pending_batches(layout) if crawls & set(b.crawls)]
+        todo += [k for b in batches for k in b.keys]
+        todo = [k for k in dict.fromkeys(todo) if k not in attempted]
+        if not todo:
+            return len(attempted)
+        to_run = [k for k in todo if not _parsed(layout, k)]
+        failed = _materialise(layout, to_run, assets, module=module, log=log) if to_run else 0
+        attempted.update(todo)
+        with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+            found = discover(layout, todo, ledger=ledger, executor=LINKS_ASSET)
+        for batch in batches:
+            finish_batch(layout, batch.id)  # its tasks have run
+        parsed = sum(_parsed(layout, k) for k in todo)
+        outcomes = ", ".join(f"{n} {what}" for what, n in Counter(found.outcomes).most_common())
+        print(
+            f"round {number}: {common.plural(len(todo), 'task')} ({len(to_run)} run, "
+            f"{failed} runs failed), {parsed} parsed; links: {outcomes or 'none'}; "
+            f"{len(found.keys)} new tasks",
+            flush=True,
+        )
+        todo = []
+        number += 1
+
+
+def _parsed(layout: DataLayout, key: str) -> bool:
+    try:
+        status = load_status(layout.status_dir, key)
+    except StatusFileError:
+        return False
+    return status is not None and is_success(status, LINKS_ASSET)
+
+
+def _materialise(
+    layout: DataLayout, keys: list[str], assets: list[str], *, module: str, log: IO[str]
+) -> int:
+    """Add `keys` as partitions (discovered tasks are not yet), then run one `dagster asset
+    materialize` per asset and range of them; returns the runs that failed."""
+    from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
+    from scrapeflow_dagster.instance import get_instance
+
+    instance = get_instance()
+    try:
+        add_task_partitions(instance, keys)
+        ordered = list(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
+    finally:
+        instance.dispose()
+    failed = 0
+    for asset in assets:
+        _, failures = materialize.run_ranges(
+            asset, ordered, keys, module=module, data_dir=str(layout.root), log=log
+        )
+        failed += failures
+    return failed

@@ -1,0 +1,109 @@
+"""The frontier sensor: links of parsed pages become tasks, partitions and runs (daemon mode)."""
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.automation import (
+    MAX_RUNS_PER_TICK,
+    ExecutorChain,
+    interval_seconds,
+    range_run_request,
+    run_exists,
+)
+from scrapeflow_dagster.defs.partitions import (
+    TASKS_PARTITIONS_NAME,
+    add_task_partitions,
+    tasks_partitions_def,
+)
+from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.engine.crawl import FrontierBatch, discover, finish_batch, pending_batches
+from scrapeflow_dagster.engine.crawl.journal import expanded_keys
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.retry.ranges import plan_ranges
+
+# Parents taken in per tick: bounds a tick's time (discovery costs ~0.1-0.4 ms per link).
+MAX_PARENTS_PER_TICK = 20_000
+
+
+def frontier_run_requests(
+    chain: ExecutorChain, batch: FrontierBatch, ordered: Sequence[str]
+) -> list[dg.RunRequest]:
+    """Runs of the whole chain over the batch's keys (in partition order, few ranges).
+
+    The run keys depend only on the batch id and its ranges, which do not move once its keys
+    are partitions (partitions are only appended): a killed tick asks for the same runs again
+    and the daemon launches each run key once.
+    """
+    ranges = plan_ranges(ordered, batch.keys, passable=set())
+    return [
+        range_run_request(chain.keys, first, last, reason="frontier", fingerprint=batch.id)
+        for first, last in ranges
+    ]
+
+
+def build_frontier_sensor(
+    executor_assets: Sequence[dg.AssetsDefinition], *, links_asset: str = "pages"
+) -> dg.SensorDefinition:
+    """The frontier sensor over `executor_assets` (upstream first; `links_asset` is the one
+    whose output lists a page's `links`, the shipped `pages`).
+
+    Raises:
+        ValueError: when no asset of the chain is named `links_asset`.
+    """
+    chain = ExecutorChain.of(executor_assets)
+    links_key = dg.AssetKey(links_asset)
+    if links_key not in chain.keys:
+        raise ValueError(f"no executor asset {links_asset!r} among {chain.keys}")
+
+    @dg.sensor(
+        name="frontier_sensor",
+        minimum_interval_seconds=interval_seconds(30),
+        target=chain.keys,
+        description="Turns links of parsed pages into tasks within each crawl's depth and scope, "
+        "and materialises them.",
+    )
+    def frontier_sensor(
+        context: dg.SensorEvaluationContext, status_store: StatusStoreResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        """Take in the links of pages parsed since the last tick (`discover`: scope, depth,
+        dedupe, budget; rows in the DuckDB `frontier` table), add the new tasks as partitions,
+        then request runs of every executor asset over them.
+
+        A discovery is a batch in `<data>/frontier/batches/` until Dagster has created its
+        runs: a killed tick finds it again, re-adds its partitions (a no-op) and asks for the
+        same run keys.
+        """
+        layout = status_store.layout()
+        instance = context.instance
+        ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+        statuses = instance.get_status_by_partition(links_key, ordered, tasks_partitions_def)
+        parsed = [
+            k for k, s in (statuses or {}).items() if s == dg.AssetPartitionStatus.MATERIALIZED
+        ]
+        expanded = expanded_keys(layout)
+        todo = [k for k in parsed if k not in expanded][:MAX_PARENTS_PER_TICK]
+        if todo:
+            with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+                found = discover(layout, todo, ledger=ledger, executor=links_asset)
+            if found.parents:
+                context.log.info(
+                    f"{found.parents} parsed pages: {len(found.keys)} new tasks; links by "
+                    f"outcome {found.outcomes}"
+                )
+        runs: list[dg.RunRequest] = []
+        for batch in pending_batches(layout):
+            if len(runs) >= MAX_RUNS_PER_TICK:
+                break
+            add_task_partitions(instance, batch.keys)
+            ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+            requests = frontier_run_requests(chain, batch, ordered)
+            if all(run_exists(instance, r.run_key or "") for r in requests):
+                finish_batch(layout, batch.id)
+            else:
+                runs.extend(requests)
+        if not runs:
+            return dg.SkipReason(f"no new links in {len(todo)} newly parsed pages")
+        return dg.SensorResult(run_requests=runs)
+
+    return frontier_sensor

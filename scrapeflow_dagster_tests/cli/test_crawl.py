@@ -1,0 +1,169 @@
+"""`scrapeflow crawl` through the real CLI against the bundled site's link graph: exactly the
+pages within the depth, each once, never a disallowed path, all parsed; killed half-way and run
+again, no completed page is fetched again; a refresh answers 304 and keeps every body."""
+
+import json
+import subprocess
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+import pytest
+
+from scrapeflow_dagster.defs.partitions import tasks_partitions_def
+from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.schema import is_success, md5_of
+from scrapeflow_dagster.engine.tasks.keys import request_key
+from scrapeflow_dagster.site.graph import nodes_within_depth
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.cli.helpers import Run
+from scrapeflow_dagster_tests.support.paths import BIN_DIR
+from scrapeflow_dagster_tests.support.processes import kill_group, process_env, wait_until
+
+DEPTH = 3
+REFRESH = {"ops": {"scrape": {"config": {"refresh_older_than_seconds": 0}}}}
+
+
+@pytest.fixture
+def graph_site() -> Iterator[SiteThread]:
+    """The bundled site; graph pages answer after 0.5 s, so a kill lands mid-round."""
+    with SiteThread(pages=10, graph_delay_seconds=0.5) as running:
+        yield running
+
+
+def _requests(site: SiteThread) -> dict[str, Any]:
+    with urllib.request.urlopen(site.url("/control/requests"), timeout=10) as response:
+        data: dict[str, Any] = json.load(response)
+    return data
+
+
+def _graph_counts(site: SiteThread) -> dict[str, int]:
+    return {p: n for p, n in _requests(site)["paths"].items() if p.startswith("/graph/")}
+
+
+def _expected(site: SiteThread) -> dict[str, str]:
+    """Path -> task key of every page within the depth."""
+    return {f"/graph/{n}": request_key(site.url(f"/graph/{n}")) for n in nodes_within_depth(DEPTH)}
+
+
+def _seeds(site: SiteThread, tmp_path: Path) -> str:
+    path = tmp_path / "seeds.txt"
+    path.write_text(site.url("/graph/0") + "\n")
+    return str(path)
+
+
+def _assert_all_parsed(
+    layout: DataLayout, cli_instance: Callable[[], dg.DagsterInstance], keys: list[str]
+) -> None:
+    statuses = cli_instance().get_status_by_partition(
+        dg.AssetKey("pages"), keys, tasks_partitions_def
+    )
+    assert statuses is not None
+    assert {k: statuses.get(k) for k in keys} == dict.fromkeys(
+        keys, dg.AssetPartitionStatus.MATERIALIZED
+    )
+    for key in keys:
+        status = load_status(layout.status_dir, key)
+        assert status is not None and is_success(status, "pages"), key
+
+
+def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304s(
+    graph_site: SiteThread,
+    run_command: Run,
+    layout: DataLayout,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    tmp_path: Path,
+) -> None:
+    crawled = run_command(
+        "scrapeflow", "crawl", _seeds(graph_site, tmp_path), "--max-depth", str(DEPTH),
+        timeout_seconds=900,
+    )  # fmt: skip
+    assert crawled.returncode == 0, crawled.stdout + crawled.stderr
+    rounds = [line for line in crawled.stdout.splitlines() if line.startswith("round ")]
+    assert len(rounds) == DEPTH + 1, crawled.stdout
+    expected = _expected(graph_site)
+    assert len(expected) == 40
+    # Exactly the pages within depth 3, each once; nothing private (robots.txt) or deeper.
+    assert _graph_counts(graph_site) == dict.fromkeys(expected, 1)
+    _assert_all_parsed(layout, cli_instance, list(expected.values()))
+    conn = duckdb.connect(str(layout.db_path), read_only=True)
+    try:
+        added = conn.sql(
+            "SELECT count(*) FILTER (outcome = 'added'), max(depth) FILTER (outcome = 'added') "
+            "FROM frontier WHERE url NOT LIKE '%/private/%'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert added == (39, DEPTH)  # every page but the seed, added once, none deeper
+
+    md5s = {
+        key: md5_of(load_status(layout.status_dir, key) or {}, "scrape")
+        for key in expected.values()
+    }
+    refreshed = run_command(
+        "scrapeflow", "materialize", "scrape", "--all", "--config-json", json.dumps(REFRESH),
+        timeout_seconds=600,
+    )  # fmt: skip
+    statuses = _requests(graph_site)["statuses"]
+    assert {p: statuses[p] for p in expected} == dict.fromkeys(expected, {"200": 1, "304": 1}), (
+        refreshed.stdout + refreshed.stderr
+    )
+    for key, md5 in md5s.items():
+        status = load_status(layout.status_dir, key) or {}
+        assert md5 is not None and md5_of(status, "scrape") == md5, key
+        assert status["scrape"]["not_modified"] is True, key
+
+
+def test_a_killed_crawl_run_again_fetches_no_completed_page_again(
+    graph_site: SiteThread,
+    dagster_home: Path,
+    layout: DataLayout,
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    tmp_path: Path,
+) -> None:
+    seeds = _seeds(graph_site, tmp_path)
+    log = (tmp_path / "crawl-1.log").open("wb")
+    first = subprocess.Popen(
+        [str(BIN_DIR / "scrapeflow"), "crawl", seeds, "--max-depth", str(DEPTH)],
+        cwd=tmp_path,
+        env=process_env(dagster_home, layout.root),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        # Round 2 fetches the 27 pages at depth 3, 8 at a time: kill once it is well under way.
+        wait_until(
+            lambda: len(_graph_counts(graph_site)) >= 24,
+            what="the crawl's third round",
+            timeout_seconds=600,
+            poll_seconds=0.05,
+            process=first,
+            log_tail=lambda: (tmp_path / "crawl-1.log").read_text()[-3000:],
+        )
+    finally:
+        kill_group(first)
+        log.close()
+    expected = _expected(graph_site)
+    completed = [
+        path
+        for path, key in expected.items()
+        if is_success(load_status(layout.status_dir, key) or {}, "scrape")
+    ]
+    assert 13 <= len(completed) < 40  # killed half-way: depths 0-2 done, depth 3 not all
+
+    again = run_command(
+        "scrapeflow", "crawl", seeds, "--max-depth", str(DEPTH), timeout_seconds=900
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    counts = _graph_counts(graph_site)
+    assert set(counts) == set(expected)  # nothing private, nothing deeper
+    assert {p: counts[p] for p in completed} == dict.fromkeys(completed, 1)
+    # Pages in flight when it was killed may be fetched again; no page more than that.
+    assert max(counts.values()) <= 2, counts
+    _assert_all_parsed(layout, cli_instance, list(expected.values()))
