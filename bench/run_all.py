@@ -1,6 +1,7 @@
 """Every benchmark in sequence at its default sizes, then one summary table (`make bench`).
 
-    .venv/bin/python -m bench.run_all                    # engine, ledger, add, graphql, dagster
+    .venv/bin/python -m bench.run_all                    # engine, ledger, add, graphql, dagster,
+                                                         # postgres (needs 127.0.0.1:5432)
     .venv/bin/python -m bench.run_all --with-settings    # plus bench_dagster --instance-settings
     .venv/bin/python -m bench.run_all --with-scale       # plus peak RSS at 100k tasks
     .venv/bin/python -m bench.run_all --quick            # small sizes: checks the scripts run
@@ -127,6 +128,22 @@ def rows_dagster(data: dict[str, Any], _out: str) -> list[Row]:
     n = _get(data, "materialize", "tasks") or 0
     if m:
         rows += [
+            [
+                "dagster",
+                f"{n:,}: SQLite materialize, x faster than the stock floor",
+                m.get("speedup"),
+                ">= 8",
+                _verdict(m.get("speedup_ok")),
+            ],
+            ["dagster", f"{n:,}: SQLite ours pages/s", n / m["ours_mat"], "", "-"],
+            ["dagster", f"{n:,}: SQLite ours events/s", m.get("ours_events_per_second"), "", "-"],
+            [
+                "dagster",
+                f"{n:,}: SQLite floor events/s",
+                m.get("floor_events_per_second"),
+                "",
+                "-",
+            ],
             ["dagster", f"{n:,}: materialize ours / floor", m["ratio_materialize"], "", "-"],
             [
                 "dagster",
@@ -176,6 +193,27 @@ def rows_dagster(data: dict[str, Any], _out: str) -> list[Row]:
     return rows
 
 
+def rows_postgres(data: dict[str, Any], _out: str) -> list[Row]:
+    m = _get(data, "postgres", "summary")
+    n = _get(data, "postgres", "tasks") or 0
+    if not m:
+        return []
+    return [
+        [
+            "postgres",
+            f"{n:,}: materialize, x faster than the stock floor",
+            m["speedup"],
+            ">= 15",
+            _verdict(m.get("speedup_ok")),
+        ],
+        ["postgres", f"{n:,}: ours materialize seconds", m["ours_mat"], "", "-"],
+        ["postgres", f"{n:,}: floor materialize seconds", m["floor_mat"], "", "-"],
+        ["postgres", f"{n:,}: ours pages/s", m["ours_pages_per_second"], "", "-"],
+        ["postgres", f"{n:,}: ours events/s", m["ours_events_per_second"], "", "-"],
+        ["postgres", f"{n:,}: floor events/s", m["floor_events_per_second"], "", "-"],
+    ]
+
+
 def rows_scale(data: dict[str, Any], _out: str) -> list[Row]:
     scale = data.get("scale") or {}
     rows: list[Row] = []
@@ -201,11 +239,14 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("add", "bench.bench_add_tasks", rows_add, True),
     ("graphql", "bench.bench_graphql", rows_graphql, True),
     ("dagster", "bench.bench_dagster", rows_dagster, True),
+    ("postgres", "bench.dagster.postgres", rows_postgres, True),
     ("scale", "bench.bench_dagster", rows_scale, True),
 ]
 # Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs.
 OPT_IN = {"scale"}
 BASE_ARGS = {
+    # Postgres keeps its own disk; the homes and scrapeflow's data go to tmpfs.
+    "postgres": ["--tmp-dir", SHM] if Path(SHM).is_dir() else [],
     "scale": ["--only", "scale"] + (["--tmp-dir", SHM] if Path(SHM).is_dir() else []),
 }
 
@@ -216,6 +257,7 @@ QUICK_ARGS = {
     "graphql": ["--partitions", "5000", "--materialized", "100", "--warm", "2"],
     "dagster": ["--tasks", "200", "--backfill-tasks", "200", "--settings-tasks", "200"],
     "scale": ["--scale-tasks", "1000"],
+    "postgres": ["--tasks", "200"],
 }
 
 

@@ -64,9 +64,22 @@ def cleanup(*paths: Path) -> None:
     os.sync()  # the next measurement should not pay for this one's write-back
 
 
-def measure_floor(root: Path, keys_file: Path, keys: list[str], tag: str) -> dict[str, Any]:
-    """The floor's keys added as partitions, then its trivial asset materialised over them."""
-    home = make_home(root, f"floor-{tag}")
+def _home(root: Path, name: str, yaml: str | None, *, ours: bool) -> Path:
+    # `yaml`: the home's whole dagster.yaml (a Postgres home); else the SQLite one of `ours`.
+    if yaml is None:
+        return make_home(root, name, ours=ours)
+    home = root / name
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(yaml)
+    return home
+
+
+def measure_floor(
+    root: Path, keys_file: Path, keys: list[str], tag: str, *, yaml: str | None = None
+) -> dict[str, Any]:
+    """The floor's keys added as partitions, then its trivial asset materialised over them
+    (in Dagster's stock SQLite home, or one whose dagster.yaml is `yaml`)."""
+    home = _home(root, f"floor-{tag}", yaml, ours=False)
     env = bench_env(home)
     add = run_measured([PYTHON, "-m", FLOOR_MODULE, "add", str(keys_file)], env=env, label="add")
     started = time.time()
@@ -93,9 +106,11 @@ def measure_ours(
     config: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
     home_parent: Path | None = None,
+    yaml: str | None = None,
 ) -> dict[str, Any]:
-    """`scrapeflow tasks add` of the task file, then `scrape` materialised over its keys."""
-    home = make_home(home_parent or root, f"ours-{tag}", ours=True)
+    """`scrapeflow tasks add` of the task file, then `scrape` materialised over its keys (in
+    the SQLite home `scrapeflow home init` writes, or one whose dagster.yaml is `yaml`)."""
+    home = _home(home_parent or root, f"ours-{tag}", yaml, ours=True)
     data = root / f"data-{tag}"
     env = bench_env(home, data, extra_env)
     add = run_measured(

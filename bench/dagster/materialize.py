@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.dagster.cli_runs import measure_floor, measure_ours, role_peak_rss, write_tasks
-from bench.dagster.targets import END_TO_END_TARGET, RSS_GROWTH_TARGET, RSS_TARGET_MIB
+from bench.dagster.targets import (
+    END_TO_END_TARGET,
+    RSS_GROWTH_TARGET,
+    RSS_TARGET_MIB,
+    SQLITE_SPEEDUP_TARGET,
+)
 from bench.lib.report import print_table
 from bench.lib.site import Site
 
@@ -132,6 +137,13 @@ def part_materialize(args: argparse.Namespace, root: Path, report: dict[str, Any
     summary["ratio_materialize"] = med["ours_mat"] / med["floor_mat"]
     summary["ratio_end_to_end"] = med["ours_e2e"] / med["floor_e2e"]
     summary["end_to_end_ok"] = summary["ratio_end_to_end"] <= END_TO_END_TARGET
+    summary["speedup"] = med["floor_mat"] / med["ours_mat"]
+    summary["speedup_ok"] = summary["speedup"] >= SQLITE_SPEEDUP_TARGET
+    for name in ("floor", "ours"):
+        summary[f"{name}_events_per_second"] = statistics.median(
+            (r[name]["analysis"].get("events") or 0) / r[name]["materialize"]["seconds"]
+            for r in rounds
+        )
     worker = max(
         (role_peak_rss(r["ours"]["materialize"], "step worker") or 0.0) for r in rounds
     ) or max(r["ours"]["materialize"]["tree_peak_rss_mib"] for r in rounds)
@@ -145,6 +157,13 @@ def part_materialize(args: argparse.Namespace, root: Path, report: dict[str, Any
         f"ours/floor materialize {summary['ratio_materialize']:.3f}  "
         f"({med['ours_mat']:.1f} s vs {med['floor_mat']:.1f} s; ours"
         f" {n / med['ours_mat']:.0f} pages/s)"
+    )
+    print(
+        f"SQLite: ours {med['ours_mat']:.1f} s vs stock floor {med['floor_mat']:.1f} s:"
+        f" {summary['speedup']:.1f}x faster (target >= {SQLITE_SPEEDUP_TARGET:.0f}x:"
+        f" {'PASS' if summary['speedup_ok'] else 'FAIL'}); ours {n / med['ours_mat']:.0f} pages/s,"
+        f" {summary['ours_events_per_second']:.0f} events/s (floor"
+        f" {summary['floor_events_per_second']:.0f} events/s)"
     )
     print(
         f"ours/floor end to end  {summary['ratio_end_to_end']:.3f}  "
