@@ -168,7 +168,8 @@ async def fetch(
         raise ScrapeError(str(exc)) from None
     provider = context.proxy_provider
     policy = context.settings.retry
-    polite = context.polite if context.session is not None else None
+    session, polite = context.session, context.polite
+    verify = bool(params.get("verify_tls", context.settings.verify_tls))
     attempts = target_failures = proxy_failures = 0
     while True:
         proxy = provider.get_one_proxy(params.get("country")) if provider else None
@@ -177,9 +178,9 @@ async def fetch(
             if provider is not None and proxy is None:
                 # Going direct would expose our address to a site we chose to reach via proxies.
                 raise ProxyError("no healthy proxy left in the pool (not going direct)")
-            if polite is not None:
+            if polite is not None and session is not None:
                 # robots.txt is read (once per origin) through this try's proxy, if any.
-                await polite.check(context.session, url, proxy=proxy)  # type: ignore[arg-type]
+                await polite.check(session, url, proxy=proxy, verify_tls=verify)
             body, response = await _request_once(context, url, params, proxy, conditional)
             if validate is not None:
                 try:

@@ -46,7 +46,12 @@ class Politeness:
         self._delays: dict[str, float] = {}  # host -> a Crawl-delay longer than the base delay
 
     async def check(
-        self, session: aiohttp.ClientSession, url: URL, *, proxy: str | None = None
+        self,
+        session: aiohttp.ClientSession,
+        url: URL,
+        *,
+        proxy: str | None = None,
+        verify_tls: bool = True,
     ) -> None:
         """Make sure robots.txt lets us fetch `url`; its rules are loaded on first use.
 
@@ -54,15 +59,15 @@ class Politeness:
             DisallowedError: robots.txt disallows `url` for our User-Agent.
             RobotsUnavailableError: robots.txt could not be read (5xx, 429, network) and no
                 copy is cached: nothing at that origin is fetched in this run.
-            aiohttp.ClientError: the proxy failed while fetching robots.txt (nothing is
-                remembered: the next try, through another proxy, fetches it again).
+            aiohttp.ClientError: the proxy or TLS verification failed while fetching
+                robots.txt (nothing is remembered: the next try fetches it again).
         """
         if self.robots is None:
             return
         origin = origin_of(url)
         rules = self.robots.known(origin)
         if rules is None:
-            rules = await self._load(session, url, origin, proxy)
+            rules = await self._load(session, url, origin, proxy, verify_tls)
         if not rules.allows(str(url), self.user_agent):
             if rules.unreachable is not None:
                 raise RobotsUnavailableError(
@@ -72,10 +77,15 @@ class Politeness:
             raise DisallowedError(f"robots.txt of {origin} disallows {url.path} for our User-Agent")
 
     async def _load(
-        self, session: aiohttp.ClientSession, url: URL, origin: str, proxy: str | None
+        self,
+        session: aiohttp.ClientSession,
+        url: URL,
+        origin: str,
+        proxy: str | None,
+        verify_tls: bool,
     ) -> RobotsRules:
         assert self.robots is not None
-        rules = await self.robots.rules(session, origin, proxy=proxy)
+        rules = await self.robots.rules(session, origin, proxy=proxy, verify_tls=verify_tls)
         host = host_of(url)
         delay = rules.crawl_delay_seconds(self.user_agent)
         if delay is not None and delay > self._base_delay:

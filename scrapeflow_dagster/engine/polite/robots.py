@@ -96,7 +96,9 @@ class RobotsCache:
         self._settings = settings
         self._user_agent = user_agent
         self._rules: dict[str, RobotsRules] = {}
-        self._loading: dict[str, asyncio.Task[RobotsRules]] = {}
+        # Loads under way, by origin and TLS verification: a task that verifies certificates
+        # must not get the failure of one that does not, nor the other way round.
+        self._loading: dict[tuple[str, bool], asyncio.Task[RobotsRules]] = {}
         self.fetches = 0  # robots.txt requests this cache sent (for tests and reports)
 
     def known(self, origin: str) -> RobotsRules | None:
@@ -104,7 +106,12 @@ class RobotsCache:
         return self._rules.get(origin)
 
     async def rules(
-        self, session: aiohttp.ClientSession, origin: str, *, proxy: str | None = None
+        self,
+        session: aiohttp.ClientSession,
+        origin: str,
+        *,
+        proxy: str | None = None,
+        verify_tls: bool = True,
     ) -> RobotsRules:
         """The rules of `origin`: from this run's memory, the disk cache, or a fetch.
 
@@ -114,14 +121,14 @@ class RobotsCache:
         known = self._rules.get(origin)
         if known is not None:
             return known
-        task = self._loading.get(origin)
+        task = self._loading.get((origin, verify_tls))
         if task is None:
-            task = asyncio.ensure_future(self._load(session, origin, proxy))
-            self._loading[origin] = task
+            task = asyncio.ensure_future(self._load(session, origin, proxy, verify_tls))
+            self._loading[origin, verify_tls] = task
         return await asyncio.shield(task)
 
     async def _load(
-        self, session: aiohttp.ClientSession, origin: str, proxy: str | None
+        self, session: aiohttp.ClientSession, origin: str, proxy: str | None, verify_tls: bool
     ) -> RobotsRules:
         try:
             path = self._dir / f"{_file_stem(origin)}.json"
@@ -130,12 +137,12 @@ class RobotsCache:
                 async with self._origin_lock(path.with_suffix(".lock")):
                     # Another process may have fetched it while we waited for the lock.
                     rules = self._read_fresh(path) or await self._fetch(
-                        session, origin, proxy, path
+                        session, origin, proxy, verify_tls, path
                     )
             self._rules[origin] = rules
             return rules
         finally:
-            self._loading.pop(origin, None)
+            self._loading.pop((origin, verify_tls), None)
 
     def _read(self, path: Path) -> tuple[RobotsRules, float] | None:
         """The cached rules and their age in seconds; None when absent or unreadable."""
@@ -175,7 +182,12 @@ class RobotsCache:
             os.close(fd)  # closing releases the lock, also when the process is killed
 
     async def _fetch(
-        self, session: aiohttp.ClientSession, origin: str, proxy: str | None, path: Path
+        self,
+        session: aiohttp.ClientSession,
+        origin: str,
+        proxy: str | None,
+        verify_tls: bool,
+        path: Path,
     ) -> RobotsRules:
         self.fetches += 1
         # Fetching robots.txt is a request to the host like any other: it takes a slot.
@@ -184,7 +196,7 @@ class RobotsCache:
             host = origin.split("://", 1)[1]
             slot = await hosts.acquire(host, delay_seconds=self._settings.per_host_delay_seconds)
         try:
-            status, body, reason = await self._download(session, origin, proxy)
+            status, body, reason = await self._download(session, origin, proxy, verify_tls)
         finally:
             if hosts is not None and slot is not None:
                 hosts.release(slot)
@@ -201,7 +213,7 @@ class RobotsCache:
         return RobotsRules(None, status, unreachable=reason)
 
     async def _download(
-        self, session: aiohttp.ClientSession, origin: str, proxy: str | None
+        self, session: aiohttp.ClientSession, origin: str, proxy: str | None, verify_tls: bool
     ) -> tuple[int | None, str | None, str]:
         """`(status, body, reason)`: the answer, or None and why there was none."""
         cap = self._settings.robots_max_bytes
@@ -210,6 +222,7 @@ class RobotsCache:
                 f"{origin}/robots.txt",
                 headers={"User-Agent": self._user_agent},
                 proxy=proxy,
+                ssl=verify_tls,  # True leaves it to the session's connector, as scrape does
                 timeout=aiohttp.ClientTimeout(total=self._settings.robots_timeout_seconds),
             ) as response:
                 if proxy is not None and response.status == 407:
@@ -228,6 +241,8 @@ class RobotsCache:
                 )
         except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError):
             raise  # the proxy failed, not the site: the caller tries another proxy
+        except (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError):
+            raise  # a TLS failure is the task's (permanent, as for its page), not the site's
         except aiohttp.ClientConnectorError as exc:
             if proxy is not None:
                 raise  # through a proxy, a failed connection is the proxy's (as in retry)
