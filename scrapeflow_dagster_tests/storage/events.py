@@ -12,6 +12,8 @@ from dagster._core.events import (
 )
 from dagster._core.events.log import EventLogEntry
 
+RUN = "0f1e2d3c-0000-4000-8000-000000000001"
+OTHER_RUN = "0f1e2d3c-0000-4000-8000-000000000002"
 JOB_NAME = "__ASSET_JOB"
 STEP_KEY = "flaky"
 
@@ -57,3 +59,15 @@ def materialized(run_id: str, asset: str, partition: str, version: str = "v1") -
 def log_line(run_id: str, message: str = "a log line") -> EventLogEntry:
     """A plain log message of the run (no Dagster event)."""
     return _entry(run_id, None, message)
+
+
+def two_runs() -> list[EventLogEntry]:
+    """Planned events, a log line, materialisations of two assets, a runless one, a second run."""
+    events = [planned(RUN, "a", f"p{i}") for i in range(5)] + [planned(RUN, "b", "p0")]
+    events.append(log_line(RUN))
+    events += [materialized(RUN, "a", f"p{i}") for i in range(5)]
+    events.append(materialized(RUN, "b", "p0", version="v7"))
+    events.append(materialized("", "b", "p1"))  # runless: reported from outside any run
+    events += [planned(OTHER_RUN, "a", "p0"), materialized(OTHER_RUN, "a", "p0", version="v2")]
+    events += [planned(RUN, "b", "p2")]
+    return events

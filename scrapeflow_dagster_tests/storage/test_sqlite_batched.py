@@ -13,16 +13,19 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from scrapeflow_dagster.storage import version_guard
 from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
-from scrapeflow_dagster_tests.storage.events import log_line, materialized, planned
+from scrapeflow_dagster_tests.storage.events import (
+    OTHER_RUN,
+    RUN,
+    log_line,
+    materialized,
+    planned,
+    two_runs,
+)
 from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, instance_of, write_home
-
-RUN = "0f1e2d3c-0000-4000-8000-000000000001"
-OTHER_RUN = "0f1e2d3c-0000-4000-8000-000000000002"
 
 
 @pytest.fixture
@@ -53,18 +56,6 @@ def table_dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
                 " FROM asset_keys ORDER BY id"
             ).fetchall(),
         }
-
-
-def two_runs() -> list[EventLogEntry]:
-    """Planned events, a log line, materialisations of two assets, a runless one, a second run."""
-    events = [planned(RUN, "a", f"p{i}") for i in range(5)] + [planned(RUN, "b", "p0")]
-    events.append(log_line(RUN))
-    events += [materialized(RUN, "a", f"p{i}") for i in range(5)]
-    events.append(materialized(RUN, "b", "p0", version="v7"))
-    events.append(materialized("", "b", "p1"))  # runless: reported from outside any run
-    events += [planned(OTHER_RUN, "a", "p0"), materialized(OTHER_RUN, "a", "p0", version="v2")]
-    events += [planned(RUN, "b", "p2")]
-    return events
 
 
 def test_the_same_events_give_the_same_rows_as_stock_dagster(tmp_path: Path) -> None:
