@@ -46,8 +46,8 @@ def celery_settings(*, visibility_timeout: int) -> dict[str, Any]:
     transport = {
         "visibility_timeout": visibility_timeout,
         # Live workers look for tasks of dead ones every this many seconds (kombu's default
-        # is up to 100 s between two looks).
-        "unacked_restore_interval": min(10, visibility_timeout),
+        # is up to 100 s between two looks): a quarter of the timeout, at most 60 s.
+        "unacked_restore_interval": max(1, min(60, visibility_timeout // 4)),
         "unacked_restore_throttle": 1,
     }
     return {

@@ -161,7 +161,7 @@ def sharded_executor_asset(
             )
         )
         context.log.info(
-            f"shard {shard_plan.index + 1} of {shard_plan.count}: {report.tasks} tasks\n"
+            f"shard {shard_plan.position + 1} of {shard_plan.total}: {report.tasks} tasks\n"
             f"{report.markdown()}"
         )
         log_shard_events(context, asset_key, report)

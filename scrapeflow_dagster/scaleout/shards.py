@@ -20,8 +20,8 @@ SHARD_IO_MANAGER_KEY = "shard_io_manager"
 class ShardPlan(NamedTuple):
     """What one shard step runs: its keys and the run's step options."""
 
-    index: int
-    count: int
+    position: int  # 0-based
+    total: int  # shards in the run
     keys: list[str]
     force: bool = False
     max_age_seconds: float | None = None

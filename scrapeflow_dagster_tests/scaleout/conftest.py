@@ -54,7 +54,7 @@ def postgres_url() -> Iterator[str]:
     with admin.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {name}")
     try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
     finally:
         with admin.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -1,0 +1,156 @@
+"""Shards on Celery workers (dagster-celery, Redis broker, Postgres-backed Dagster home): two
+real workers take the two shards of a run; a worker killed with SIGKILL in the middle of its
+shard loses nothing it had finished, and its shard is delivered again to the other worker,
+which completes the run."""
+
+import json
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from scrapeflow_dagster.defs.partitions import add_task_partitions
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
+from scrapeflow_dagster_tests.scaleout.helpers import (
+    SHARDED_DEFS,
+    last_run,
+    materialised_by_step,
+    materialize,
+    step_starts,
+)
+from scrapeflow_dagster_tests.scaleout.workers import celery_workers, kill_worker_of
+from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.processes import process_env, wait_until
+from scrapeflow_dagster_tests.support.sites import site_process
+from scrapeflow_dagster_tests.support.tasks import store_tasks
+
+# A dead worker's shard goes back to the queue after this long: longer than a shard lasts here.
+VISIBILITY_SECONDS = 12
+SLOW = {"max_attempts": 2, "backoff_base_seconds": 0.01, "max_parallelism": 2}
+SLOW_CONFIG = json.dumps({"resources": {"scrape_settings": {"config": SLOW}}})
+
+
+def flaky_requests(base_url: str, name: str) -> int:
+    """How many times the site was asked for `/flaky/{name}`."""
+    with urllib.request.urlopen(f"{base_url}/control/flaky/{name}", timeout=5) as response:
+        return int(json.loads(response.read())["requests"])
+
+
+def add_tasks(layout: DataLayout, home: Path, rows: list[tuple[str, str]]) -> list[str]:
+    keys = store_tasks(layout, rows)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        add_task_partitions(instance, keys)
+    return keys
+
+
+def worker_env(home: Path, layout: DataLayout, broker: str) -> dict[str, str]:
+    return process_env(home, layout.root, SCRAPEFLOW_SHARDS="2", **{CELERY_BROKER_ENV: broker})
+
+
+def test_two_workers_take_the_two_shards_and_fail_exactly_the_failed_tasks(
+    postgres_home: Path, redis_broker: str, layout: DataLayout, tmp_path: Path
+) -> None:
+    env = worker_env(postgres_home, layout, redis_broker)
+    with site_process(pages=50, page_bytes=2000, latency_seconds=0.05) as base_url:
+        rows = [(f"t-{n:02d}", f"{base_url}/flaky/t-{n:02d}?fail=0") for n in range(60)]
+        rows[10] = ("t-10", f"{base_url}/status/404")
+        rows[45] = ("t-45", f"{base_url}/status/404")
+        keys = add_tasks(layout, postgres_home, rows)
+        with celery_workers(
+            redis_broker, env, tmp_path, count=2, visibility_timeout_seconds=VISIBILITY_SECONDS
+        ):
+            done = materialize(env, "scrape", keys[0], keys[-1], config_json=SLOW_CONFIG)
+        assert done.returncode != 0
+        assert "2 of 60 tasks failed" in done.stdout + done.stderr, done.stderr[-3000:]
+        for key, url in rows:
+            if "/flaky/" in url:
+                assert flaky_requests(base_url, key) == 1, key
+
+    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+        found = partition_statuses(instance, "scrape", keys)
+        assert keys_with(found, Status.FAILED) == {"t-10", "t-45"}
+        assert keys_with(found, Status.MATERIALIZED) == set(keys) - {"t-10", "t-45"}
+        starts = step_starts(instance, last_run(instance).run_id)
+    shard_pids = {pid for step, pid in starts.items() if "scrape_shard[" in step}
+    assert len(shard_pids) == 2, starts  # two worker processes, one shard each
+
+
+def test_a_killed_worker_loses_nothing_it_finished_and_its_shard_is_delivered_again(
+    postgres_home: Path, redis_broker: str, layout: DataLayout, tmp_path: Path
+) -> None:
+    env = worker_env(postgres_home, layout, redis_broker)
+    with site_process(pages=50, page_bytes=2000, latency_seconds=0.25) as base_url:
+        rows = [(f"t-{n:02d}", f"{base_url}/flaky/t-{n:02d}?fail=0") for n in range(60)]
+        keys = add_tasks(layout, postgres_home, rows)
+        first_shard = sorted(keys)[:30]
+        with celery_workers(
+            redis_broker, env, tmp_path, count=2, visibility_timeout_seconds=VISIBILITY_SECONDS
+        ) as workers:
+            args = [str(BIN_DIR / "dagster"), "asset", "materialize", "-m", SHARDED_DEFS]
+            args += ["--select", "scrape", "--partition-range", f"{keys[0]}...{keys[-1]}"]
+            args += ["--config-json", SLOW_CONFIG]
+            log = tmp_path / "run.log"
+            with log.open("wb") as out:
+                run = subprocess.Popen(args, env=env, cwd=REPO_ROOT, stdout=out, stderr=out)
+            try:
+                pid = wait_until(
+                    lambda: started_pid(postgres_home, "scrape.scrape_shard[shard_0]"),
+                    what="shard 0 to start",
+                    timeout_seconds=90,
+                    poll_seconds=0.2,
+                    process=run,
+                    log_tail=lambda: log.read_text()[-3000:],
+                )
+                wait_until(
+                    lambda: len(succeeded(layout, first_shard)) >= 4,
+                    what="shard 0 to finish a few tasks",
+                    timeout_seconds=60,
+                    poll_seconds=0.05,
+                )
+                kill_worker_of(pid, workers)
+                finished_by_killed = succeeded(layout, first_shard)
+                assert len(finished_by_killed) < len(first_shard), "killed too late to tell"
+                assert run.wait(timeout=120) == 0, log.read_text()[-5000:]
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+        # What the killed worker had finished was not fetched again.
+        for key in finished_by_killed:
+            assert flaky_requests(base_url, key) == 1, key
+
+    assert succeeded(layout, keys) == set(keys)
+    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+        found = partition_statuses(instance, "scrape", keys)
+        assert keys_with(found, Status.MATERIALIZED) == set(keys)
+        run_id = last_run(instance).run_id
+        starts = step_starts(instance, run_id)
+        by_step = materialised_by_step(instance, run_id, "scrape")
+    # Shard 0 was run again by the other worker, which materialised all of it.
+    assert starts["scrape.scrape_shard[shard_0]"] != pid
+    assert set(by_step["scrape.scrape_shard[shard_0]"]) == set(first_shard)
+
+
+def started_pid(home: Path, step_key: str) -> int | None:
+    """The pid that started `step_key` in the newest run of `home`, None before that."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(limit=1)
+        return step_starts(instance, runs[0].run_id).get(step_key) if runs else None
+
+
+def succeeded(layout: DataLayout, keys: list[str]) -> set[str]:
+    """The keys whose status file says `scrape` succeeded."""
+    found = set()
+    for key in keys:
+        status = load_status(layout.status_dir, key)
+        if status is not None and status.get("scrape_status") == "SUCCESS":
+            found.add(key)
+    return found
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -1,0 +1,65 @@
+"""Celery workers of the sharded code location as the tests start them: real `celery worker`
+processes (through `scaleout.worker.start_worker`) on a temp home, each in its own process
+group, stopped or killed by that group."""
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from scrapeflow_dagster.scaleout.worker import start_worker
+from scrapeflow_dagster_tests.support.paths import REPO_ROOT
+from scrapeflow_dagster_tests.support.processes import stop_group, wait_until
+
+
+@contextmanager
+def celery_workers(
+    broker: str,
+    env: Mapping[str, str],
+    log_dir: Path,
+    *,
+    count: int,
+    visibility_timeout_seconds: int,
+) -> Iterator[list["subprocess.Popen[bytes]"]]:
+    """`count` workers (one step at a time each) on `broker`, ready when this yields; stopped
+    (their process groups) afterwards."""
+    workers = []
+    try:
+        for n in range(count):
+            log = log_dir / f"worker-{n}.log"
+            workers.append(
+                start_worker(
+                    broker,
+                    name=f"test-{n}-{os.getpid()}@localhost",
+                    visibility_timeout_seconds=visibility_timeout_seconds,
+                    env=env,
+                    log_path=log,
+                    cwd=REPO_ROOT,
+                )
+            )
+        for n, worker in enumerate(workers):
+            log = log_dir / f"worker-{n}.log"
+            wait_until(
+                lambda log=log: log.exists() and b" ready." in log.read_bytes(),
+                what=f"celery worker {n} ready",
+                timeout_seconds=60,
+                poll_seconds=0.2,
+                process=worker,
+                log_tail=lambda log=log: log.read_text()[-3000:],
+            )
+        yield workers
+    finally:
+        for worker in workers:
+            stop_group(worker, timeout_seconds=20)
+
+
+def kill_worker_of(pid: int, workers: list["subprocess.Popen[bytes]"]) -> "subprocess.Popen[bytes]":
+    """SIGKILL the whole worker (main process and pool) one of whose processes is `pid`;
+    returns it, reaped."""
+    group = os.getpgid(pid)
+    (worker,) = [w for w in workers if w.pid == group]
+    os.killpg(group, signal.SIGKILL)
+    worker.wait(timeout=30)
+    return worker
