@@ -1,0 +1,70 @@
+"""`scrapeflow home init --postgres` through the real CLI, on a fresh Postgres database."""
+
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.run_coordinator import QueuedRunCoordinator
+from dagster_postgres.run_storage import PostgresRunStorage
+from dagster_postgres.schedule_storage import PostgresScheduleStorage
+
+from scrapeflow_dagster.defs.partitions import tasks_partitions_def
+from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
+from scrapeflow_dagster_tests.cli.helpers import Run, add_through_the_cli
+from scrapeflow_dagster_tests.support.postgres import (  # noqa: F401
+    PostgresServer,
+    postgres,
+)
+
+
+def test_home_init_postgres_writes_a_home_the_commands_use(
+    run_command: Run,
+    dagster_home: Path,
+    tmp_path: Path,
+    postgres: PostgresServer,  # noqa: F811
+) -> None:
+    url = postgres.database("home_init")
+    plain = url.replace("postgresql+psycopg2://", "postgresql://")
+    config = dagster_home / "dagster.yaml"
+    embedded = config.read_text()  # the fixture's home: what `scrapeflow home init` writes
+
+    refused = run_command("scrapeflow", "home", "init", "--postgres", plain)
+    assert refused.returncode == 1 and "--force" in refused.stderr
+    assert config.read_text() == embedded
+
+    done = run_command(
+        "scrapeflow", "home", "init", "--postgres", plain, "--max-concurrent-runs", "3", "--force"
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "postgresql+psycopg2://" in done.stdout  # says it converted the plain URL
+    assert "Postgres" in done.stdout
+    text = config.read_text()
+    assert text.count(f'postgres_url: "{url}"') == 3  # runs, events, schedules
+    assert plain not in text
+    again = run_command(
+        "scrapeflow", "home", "init", "--postgres", url, "--max-concurrent-runs", "3"
+    )
+    assert again.returncode == 0, again.stderr  # the same file: nothing to refuse
+
+    # A command of the CLI writes through it: the task keys become partitions in Postgres.
+    keys = add_through_the_cli(run_command, tmp_path, [("home-1", "http://127.0.0.1:9/a")])
+    with dg.DagsterInstance.get() as instance:
+        assert isinstance(instance.run_storage, PostgresRunStorage)
+        assert isinstance(instance.event_log_storage, BatchedPostgresEventLogStorage)
+        assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
+        coordinator = instance.run_coordinator
+        assert isinstance(coordinator, QueuedRunCoordinator)
+        assert coordinator.get_run_queue_config().max_concurrent_runs == 3
+        assert instance.get_dynamic_partitions(tasks_partitions_def.name or "") == keys
+
+
+def test_home_init_refuses_a_url_that_is_not_postgres_without_showing_its_password(
+    run_command: Run, dagster_home: Path
+) -> None:
+    before = (dagster_home / "dagster.yaml").read_text()
+
+    done = run_command("scrapeflow", "home", "init", "--postgres", "mysql://me:s3cret@db/x")
+
+    assert done.returncode == 2
+    assert "mysql://db/x" in done.stderr and "s3cret" not in done.stderr
+    assert (dagster_home / "dagster.yaml").read_text() == before
