@@ -29,6 +29,7 @@ from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec, re
 
 SUMMARY = "crawl from the tasks of a file: follow links within a depth, scope and budget"
 LINKS_ASSET = "pages"
+_SYNC_LOCK_TIMEOUT_SECONDS = 1.0
 
 
 def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) -> None:
@@ -141,8 +142,12 @@ def _rounds(
         to_run = [k for k in todo if not _parsed(layout, k)]
         failed = _materialise(layout, to_run, assets, module=module, log=log) if to_run else 0
         attempted.update(todo)
-        with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+        try:
             found = discover(layout, todo, ledger=ledger, executor=LINKS_ASSET)
+        finally:
+            # DuckDB held by a user's session: the rows wait in the spool, the crawl goes on.
+            ledger.close(lock_timeout_seconds=_SYNC_LOCK_TIMEOUT_SECONDS)
         for batch in batches:
             finish_batch(layout, batch.id)  # its tasks have run
         parsed = sum(_parsed(layout, k) for k in todo)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scrapeflow_dagster.cli import common, progress, task_views
+from scrapeflow_dagster.cli import common, crawl, progress, task_views
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import LineError, read_task_file
@@ -30,6 +30,7 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         "Exit 0: every line added; 1: some lines refused; 2: nothing could be read.",
     )
     add.add_argument("files", nargs="+", metavar="FILE")
+    crawl.add_crawl_options(add, depth_required=False)  # seeds the frontier sensor crawls
     task_views.add_parsers(actions, parent)
 
 
@@ -53,6 +54,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
     from scrapeflow_dagster.defs.partitions import add_task_partitions  # Dagster: ~1 s
     from scrapeflow_dagster.instance import get_instance
 
+    options = crawl.crawl_options(args)
     layout = common.layout(args).ensure()
     totals = _Totals()
     instance: dg.DagsterInstance | None = None
@@ -60,7 +62,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
         with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
             for name in args.files:
                 path = Path(name)
-                items = progress.file_lines(read_task_file(path), path)
+                items = crawl.with_options(progress.file_lines(read_task_file(path), path), options)
                 report = add_tasks(layout, items, ledger=ledger)
                 refused = [error for error in report.errors if error.line > 0]
                 unreadable = [error for error in report.errors if error.line == 0]

@@ -92,7 +92,7 @@ def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304
     _assert_all_parsed(layout, cli_instance, list(expected.values()))
     conn = duckdb.connect(str(layout.db_path), read_only=True)
     try:
-        added = conn.sql(
+        added = conn.execute(
             "SELECT count(*) FILTER (outcome = 'added'), max(depth) FILTER (outcome = 'added') "
             "FROM frontier WHERE url NOT LIKE '%/private/%'"
         ).fetchone()
@@ -137,7 +137,7 @@ def test_a_killed_crawl_run_again_fetches_no_completed_page_again(
         start_new_session=True,
     )
     try:
-        # Round 2 fetches the 27 pages at depth 3, 8 at a time: kill once it is well under way.
+        # Round 3 fetches the 27 pages at depth 3, 8 at a time: kill once it is well under way.
         wait_until(
             lambda: len(_graph_counts(graph_site)) >= 24,
             what="the crawl's third round",
@@ -167,3 +167,38 @@ def test_a_killed_crawl_run_again_fetches_no_completed_page_again(
     # Pages in flight when it was killed may be fetched again; no page more than that.
     assert max(counts.values()) <= 2, counts
     _assert_all_parsed(layout, cli_instance, list(expected.values()))
+
+
+def test_crawl_options_are_checked_before_anything_runs(run_command: Run, tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.1:9/graph/0\n")
+    for args, reason in [
+        (["--max-depth", "-1"], "--max-depth must be a whole number >= 0, got -1"),
+        (["--max-depth", "2", "--deny", "(["], "--deny pattern '([' is not a valid regex"),
+        (["--max-depth", "2", "--max-pages", "0"], "--max-pages must be a whole number >= 1"),
+    ]:
+        done = run_command("scrapeflow", "crawl", str(seeds), *args)
+        assert done.returncode == 2 and reason in done.stderr, done.stderr
+    missing = run_command("scrapeflow", "crawl", str(seeds))
+    assert missing.returncode == 2 and "--max-depth" in missing.stderr
+
+
+def test_tasks_add_takes_crawl_options_for_lines_without_their_own(
+    run_command: Run, layout: DataLayout, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(
+        '{"url": "http://127.0.0.1:9/a"}\n{"url": "http://127.0.0.1:9/b", "max_depth": 1}\n'
+    )
+    done = run_command(
+        "scrapeflow", "tasks", "add", str(seeds), "--max-depth", "3", "--scope", "domain"
+    )
+    assert done.returncode == 0, done.stderr
+    params = {
+        url: (load_status(layout.status_dir, request_key(url)) or {})["params"]
+        for url in ("http://127.0.0.1:9/a", "http://127.0.0.1:9/b")
+    }
+    assert params == {
+        "http://127.0.0.1:9/a": {"url": "http://127.0.0.1:9/a", "max_depth": 3, "scope": "domain"},
+        "http://127.0.0.1:9/b": {"url": "http://127.0.0.1:9/b", "max_depth": 1, "scope": "domain"},
+    }

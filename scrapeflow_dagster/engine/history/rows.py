@@ -4,6 +4,7 @@ A spool line is what DuckDB reads back with `schema.SPOOL_COLUMNS`; it is also t
 before DuckDB, so credentials in messages and proxy fields are removed here, for every row.
 """
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -160,8 +161,15 @@ def domain_of(url: str | None) -> str | None:
     """The host name of `url` (lower case), or None when it has none or does not parse."""
     if not url:
         return None
+    # Recorded for every task: the URL's authority is parsed once per distinct value.
+    scheme, sep, rest = url.partition("://")
+    return _hostname(rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]) if sep else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _hostname(authority: str) -> str | None:
     try:
-        return urlsplit(url).hostname
+        return urlsplit(f"http://{authority}").hostname
     except ValueError:
         return None
 

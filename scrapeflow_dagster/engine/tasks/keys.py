@@ -74,6 +74,8 @@ def canonical_url(url: str) -> str:
 
 
 def _canonical(parsed: URL) -> str:
+    if not parsed.raw_fragment and not parsed.raw_query_string:
+        return str(parsed)  # nothing to drop or sort (most links): no new URL objects
     parsed = parsed.with_fragment(None)
     query = sorted(parsed.query.items())
     return str(parsed.with_query(query)) if query else str(parsed.with_query(None))

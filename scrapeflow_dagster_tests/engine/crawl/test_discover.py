@@ -1,6 +1,10 @@
 """`discover` on real status files and a real DuckDB: scope, patterns, depth, dedupe, budget,
 the frontier rows, and resuming."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 from scrapeflow_dagster.engine.crawl import discover, known_fingerprints, pending_batches
 from scrapeflow_dagster.engine.crawl.journal import (
     FrontierBatch,
@@ -21,6 +25,10 @@ from scrapeflow_dagster_tests.engine.crawl.helpers import (
 )
 
 SEED = "http://shop.example.com/graph/0"
+HOLD_DUCKDB = (
+    "import sys, duckdb; conn = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
+    "sys.stdin.read()"
+)
 
 
 def _outcomes(layout: DataLayout) -> dict[str, str]:
@@ -177,3 +185,31 @@ def test_a_batch_left_unapplied_by_a_kill_is_applied_by_the_next_discovery(
         ("00000000000000000001-1", True, [child])
     ]
     assert [r["outcome"] for r in frontier(layout)] == ["added"]
+
+
+def test_discovery_while_a_user_holds_duckdb_loses_no_row(
+    layout: DataLayout, tmp_path: Path
+) -> None:
+    root = seed(layout, SEED, max_depth=2)
+    parsed(layout, root, [f"http://shop.example.com/graph/{n}" for n in range(1, 4)])
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        ledger.sync()  # the file exists, as it does once anything ran
+    holder = subprocess.Popen(  # a user's open read-write session, e.g. the duckdb shell
+        [sys.executable, "-c", HOLD_DUCKDB, str(layout.db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+        found = discover(layout, [root], ledger=ledger)
+        assert len(found.keys) == 3
+        synced = ledger.close(lock_timeout_seconds=0.5)
+        assert synced is not None and synced.locked  # held: the rows wait in the spool
+    finally:
+        holder.kill()
+        holder.wait()
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        ledger.sync()
+    assert [r["outcome"] for r in frontier(layout)] == ["added"] * 3
