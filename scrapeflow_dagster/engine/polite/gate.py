@@ -106,3 +106,7 @@ class Politeness:
     def release(self, slot: Slot) -> None:
         """Give back a slot taken with `try_acquire` or `acquire`."""
         self.hosts.release(slot)
+
+    def close(self) -> None:
+        """Let go of the slot file; call once the run's requests are over."""
+        self.hosts.close()

@@ -2,10 +2,13 @@
 
 A host (`host:port`, as the server sees its Host header) has `limit` slots. Inside a process, a
 counter with a FIFO of waiters hands them out, so the common case (a free slot) never suspends.
-Across processes, each slot is a lock file `<directory>/<host>/<i>.lock` taken with a
-non-blocking `flock` for the duration of one request: the kernel drops it when the holder closes
-it or dies (SIGKILL included), so a killed run never keeps a slot. A process that finds every
-slot file taken polls until one frees.
+Across processes, each slot is a lock held for the duration of one request, which the kernel
+drops when its holder dies (SIGKILL included), so a killed run never keeps a slot; a process
+that finds every slot taken polls until one frees. On Linux a slot is one byte of the single
+file `<directory>/slots.lock`, locked with an open-file-description lock (one `fcntl` call, no
+file per host: a crawl over a million hosts creates no million files); a host's bytes are
+picked by a hash of its name, so two hosts may share slots (never more requests, at worst
+fewer). Elsewhere each slot is its own file `<directory>/<host>/<i>.lock` taken with `flock`.
 
 A delay between request starts at one host (the larger of the configured delay and robots.txt's
 `Crawl-delay`) is kept in `<directory>/<host>/next-start`: under a short `flock`, a request
@@ -15,10 +18,13 @@ until its own turn. Without a delay that file is never touched.
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import os
 import re
+import struct
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -27,6 +33,26 @@ from pathlib import Path
 _POLL_SECONDS = 0.01
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 _STAMP_BYTES = 32
+# Open-file-description locks (Linux): conflict between any two opens, also in one process,
+# and are dropped when the last descriptor of the open closes (a dead process's too).
+_OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
+_STRIPES = 1 << 20  # hash buckets for host names: collisions are rare among active hosts
+MAX_SLOTS = 1024  # bytes per bucket, so the most slots a host can have
+
+
+def _ofd_lock(fd: int, offset: int, kind: int) -> bool:
+    """Lock (F_WRLCK) or unlock (F_UNLCK) the byte at `offset`; False when another holds it."""
+    assert _OFD_SETLK is not None
+    # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padded.
+    args = struct.pack("@hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
+    try:
+        fcntl.fcntl(fd, _OFD_SETLK, args)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
 
 WaitGuard = Callable[[], AbstractContextManager[object]]
 
@@ -47,7 +73,11 @@ class _Gate:
 
 
 class Slot:
-    """One request's hold on a host: release it with `HostSlots.release` (exactly once)."""
+    """One request's hold on a host: release it with `HostSlots.release` (exactly once).
+
+    `index` is the locked byte's offset (Linux) or the slot number; `fd` the slot file's
+    descriptor (-1: nothing held, no limit).
+    """
 
     __slots__ = ("fd", "host", "index")
 
@@ -65,11 +95,22 @@ class HostSlots:
     """
 
     def __init__(self, directory: Path, *, limit: int, wait_guard: WaitGuard | None = None):
+        if limit > MAX_SLOTS:
+            raise ValueError(f"max_per_host must be at most {MAX_SLOTS}, got {limit}")
         self._dir = os.fspath(directory)
         self._limit = limit
         self._gates: dict[str, _Gate] = {}
         self._made: set[str] = set()
         self._wait_guard = wait_guard or _no_guard
+        self._shared_fd: int | None = None  # `slots.lock`, opened on first use (Linux)
+        self._held_bytes: set[int] = set()  # bytes of `slots.lock` this process holds
+
+    def close(self) -> None:
+        """Close `slots.lock` (dropping any slot still held); call once the run is over."""
+        if self._shared_fd is not None:
+            os.close(self._shared_fd)
+            self._shared_fd = None
+            self._held_bytes.clear()
 
     def _host_dir(self, host: str) -> str:
         path = os.path.join(self._dir, _UNSAFE.sub("_", host))
@@ -143,6 +184,8 @@ class HostSlots:
         return slot
 
     def _try_file(self, host: str, gate: _Gate) -> Slot | None:
+        if _OFD_SETLK is not None:
+            return self._try_byte(host)
         folder = self._host_dir(host)
         for index in range(self._limit):
             if index in gate.held:
@@ -157,11 +200,32 @@ class HostSlots:
             return Slot(host, index, fd)
         return None
 
+    def _try_byte(self, host: str) -> Slot | None:
+        fd = self._shared_fd
+        if fd is None:
+            os.makedirs(self._dir, exist_ok=True)
+            path = os.path.join(self._dir, "slots.lock")
+            fd = self._shared_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # crc32 is stable across processes (unlike hash()) and cheap.
+        base = (zlib.crc32(host.encode()) % _STRIPES) * MAX_SLOTS
+        held = self._held_bytes
+        for offset in range(base, base + self._limit):
+            # One open is shared by the whole process, so its own locks never conflict with
+            # each other: the bytes it holds are skipped here instead.
+            if offset not in held and _ofd_lock(fd, offset, fcntl.F_WRLCK):
+                held.add(offset)
+                return Slot(host, offset, fd)
+        return None
+
     def release(self, slot: Slot) -> None:
         """Give the slot back: the next waiter of this process (if any) gets its turn."""
         if slot.fd < 0:
             return
-        os.close(slot.fd)  # closing drops the flock
+        if slot.fd == self._shared_fd:
+            _ofd_lock(slot.fd, slot.index, fcntl.F_UNLCK)
+            self._held_bytes.discard(slot.index)
+        else:
+            os.close(slot.fd)  # closing drops the flock
         gate = self._gates[slot.host]
         gate.held.discard(slot.index)
         self._hand_over(slot.host, gate)

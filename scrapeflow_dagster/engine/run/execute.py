@@ -184,6 +184,12 @@ async def execute_async(
             await proxy_provider.load(live_session)
         timeout_seconds = timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS
         deadlines = StepDeadlines(timeout_seconds)
+        polite = Politeness(
+            directory / POLITE_DIR,
+            settings.polite,
+            user_agent=settings.user_agent,
+            wait_guard=_wait_guard(deadlines),
+        )
         context = Context(
             dir=directory,
             session=live_session,
@@ -192,12 +198,7 @@ async def execute_async(
             timeout_seconds=timeout_seconds,
             proxy_provider=proxy_provider,
             settings=settings,
-            polite=Politeness(
-                directory / POLITE_DIR,
-                settings.polite,
-                user_agent=settings.user_agent,
-                wait_guard=_wait_guard(deadlines),
-            ),
+            polite=polite,
         )
         locks = TaskLocks(directory)
         runner = Runner(
@@ -226,4 +227,5 @@ async def execute_async(
         finally:
             deadlines.close()
             locks.close()
+            polite.close()
     return succeeded

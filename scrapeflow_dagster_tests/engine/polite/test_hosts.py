@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from scrapeflow_dagster.engine.executor import execute_async
 from scrapeflow_dagster.engine.executors.scrape import scrape
+from scrapeflow_dagster.engine.polite import hosts
 from scrapeflow_dagster.engine.polite.hosts import HostSlots
 from scrapeflow_dagster.engine.run.execute import POLITE_DIR
 from scrapeflow_dagster.engine.settings import PoliteSettings
@@ -118,3 +120,31 @@ async def test_a_killed_process_gives_its_slots_back(tmp_path: Path) -> None:
             slots.release(slot)
         pages = {f"p{n}": {"url": site.url(f"/page/{n}")} for n in range(5)}
         assert await run(tmp_path, pages, max_per_host=2) == 5
+
+
+@pytest.mark.parametrize("byte_locks", [True, False], ids=["byte-locks", "slot-files"])
+def test_two_holders_of_one_folder_share_the_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, byte_locks: bool
+) -> None:
+    # Two HostSlots over one folder open their lock files separately, as two processes do.
+    # Without open-file-description locks (not Linux), each slot is a file of its own.
+    if not byte_locks:
+        monkeypatch.setattr(hosts, "_OFD_SETLK", None)
+    first, second = HostSlots(tmp_path, limit=2), HostSlots(tmp_path, limit=2)
+    held = [first.try_acquire("a.example:80"), first.try_acquire("a.example:80")]
+    assert all(slot is not None for slot in held)
+    assert first.try_acquire("a.example:80") is None  # this holder's own limit
+    assert second.try_acquire("a.example:80") is None  # both slots held by the other
+    assert second.try_acquire("b.example:80") is not None  # another host has its own
+    first.release(held.pop())  # type: ignore[arg-type]
+    again = second.try_acquire("a.example:80")
+    assert again is not None and second.try_acquire("a.example:80") is None
+    first.close()
+    second.close()
+    assert (tmp_path / "slots.lock").exists() == byte_locks
+    assert (tmp_path / "a.example_80").is_dir() != byte_locks
+
+
+def test_more_slots_than_the_cap_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_per_host must be at most 1024"):
+        HostSlots(tmp_path, limit=hosts.MAX_SLOTS + 1)
