@@ -1,7 +1,11 @@
 """Dagster instance storage tuned for runs of many partitions.
 
-`sqlite_batched.BatchedSqliteEventLogStorage` is Dagster's SQLite event log storage with the
-asset events of a process (one materialisation and one planned materialisation per partition)
-written in batches. It is configured from `dagster.yaml`, never imported by assets. Modules here
-may import Dagster and SQLAlchemy, and nothing from the engine or the definitions.
+The batched event log storages are Dagster's own with the asset events of a process (one
+materialisation and one planned materialisation per partition) written in batches:
+`sqlite_batched.BatchedSqliteEventLogStorage` (the embedded home) and
+`postgres_batched.BatchedPostgresEventLogStorage` (`scrapeflow home init --postgres`). They
+share the per-process buffer (`buffer`); `batch_write` and `postgres_write` write a batch with
+the rows stock Dagster writes; `version_guard` turns batching off on untested Dagster versions.
+They are configured from `dagster.yaml`, never imported by assets. Modules here may import
+Dagster, dagster-postgres and SQLAlchemy, and nothing from the engine or the definitions.
 """

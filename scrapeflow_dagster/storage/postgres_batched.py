@@ -58,6 +58,11 @@ from scrapeflow_dagster.storage.version_guard import (
     supports_installed_versions,
 )
 
+
+def _is_asset_failure(event: EventLogEntry) -> bool:
+    return event.dagster_event is not None and event.dagster_event.is_asset_failed_to_materialize
+
+
 # One connection kept per process; the overflow serves threads reading at the same time.
 POOL_SIZE = 1
 POOL_MAX_OVERFLOW = 8
@@ -136,6 +141,12 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         if event.dagster_event_type in ASSET_CHECK_EVENTS:
             # As stock: the check's own rows, after its event is committed.
             self.store_asset_check_event(event, event_id)
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        # As stock: a batch never stores ASSET_FAILED_TO_MATERIALIZE (this storage cannot).
+        kept = [event for event in events if not _is_asset_failure(event)]
+        if kept:
+            super().store_event_batch(kept)
 
     def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
         write_events(self, self._engine, events)
