@@ -1,5 +1,9 @@
 """Politeness: robots.txt (fetched once per host, cached with its age), per-host concurrency and
 delays that hold inside a run and across runs sharing a data dir on one machine.
 
-May import: errors, settings, state, polite. Used by `run` and `executors`.
+`robots` (fetch, parse with protego, cache in `<status dir>/.polite/robots/`), `hosts` (slots
+and delays per host:port, shared through `<status dir>/.polite/hosts/`), `gate` (`Politeness`:
+what a run checks before a request and holds around it).
+
+May import: errors, redact, settings, state, polite. Used by `run` and `executors`.
 """
