@@ -60,7 +60,8 @@ async def start_child(directory: Path, prefix: str, max_per_host: int, urls: lis
 
 
 async def test_the_limit_holds_in_one_run_and_is_reached(tmp_path: Path) -> None:
-    async with LocalSite(pages=1, graph_delay_seconds=0.2) as site:
+    # Each page takes 0.5 s: far longer than sending 12 requests takes, so they all overlap.
+    async with LocalSite(pages=1, graph_delay_seconds=0.5) as site:
         host = f"127.0.0.1:{site.port}"
         assert await run(tmp_path / "a", graph_tasks(site, "g", range(12)), max_per_host=3) == 12
         assert (await requests_seen(site))["max_in_flight"] == {host: 3}

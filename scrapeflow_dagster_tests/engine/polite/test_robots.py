@@ -181,15 +181,15 @@ async def test_crawl_delay_spaces_the_requests_and_does_not_count_against_the_st
     tmp_path: Path,
 ) -> None:
     tasks = {f"g{n}": {"url": f"/graph/{n}"} for n in range(6)}
-    # Each page takes 0.1 s; six tasks at once overlap unless 0.3 s separate their starts.
-    async with LocalSite(pages=1, graph_delay_seconds=0.1) as free:
+    # Each page takes 0.3 s: six tasks at once overlap, unless 1 s separates their starts.
+    async with LocalSite(pages=1, graph_delay_seconds=0.3) as free:
         urls = {k: {"url": free.url(v["url"])} for k, v in tasks.items()}
         assert len(await run(tmp_path / "free", urls)) == 6
         assert (await requests_seen(free))["max_in_flight"] == {f"127.0.0.1:{free.port}": 6}
-    async with LocalSite(pages=1, graph_delay_seconds=0.1, crawl_delay_seconds=0.3) as slow:
+    async with LocalSite(pages=1, graph_delay_seconds=0.3, crawl_delay_seconds=1.0) as slow:
         urls = {k: {"url": slow.url(v["url"])} for k, v in tasks.items()}
-        # The last task waits 1.5 s for its turn: longer than the 1 s step limit, yet it succeeds.
-        assert len(await run(tmp_path / "slow", urls, timeout=1.0)) == 6
+        # The last task waits 5 s for its turn: longer than the 2 s step limit, yet it succeeds.
+        assert len(await run(tmp_path / "slow", urls, timeout=2.0)) == 6
         seen = await requests_seen(slow)
     assert seen["max_in_flight"] == {f"127.0.0.1:{slow.port}": 1}
     assert seen["statuses"]["/graph/5"] == {"200": 1}
@@ -198,8 +198,8 @@ async def test_crawl_delay_spaces_the_requests_and_does_not_count_against_the_st
 
 
 async def test_per_host_delay_spaces_the_requests_too(tmp_path: Path) -> None:
-    async with LocalSite(pages=1, graph_delay_seconds=0.1) as site:
-        urls = {f"g{n}": {"url": site.url(f"/graph/{n}")} for n in range(4)}
-        assert len(await run(tmp_path, urls, per_host_delay_seconds=0.3)) == 4
+    async with LocalSite(pages=1, graph_delay_seconds=0.3) as site:
+        urls = {f"g{n}": {"url": site.url(f"/graph/{n}")} for n in range(3)}
+        assert len(await run(tmp_path, urls, per_host_delay_seconds=1.0)) == 3
         seen = await requests_seen(site)
     assert seen["max_in_flight"] == {f"127.0.0.1:{site.port}": 1}
