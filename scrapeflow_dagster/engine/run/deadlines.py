@@ -9,6 +9,9 @@ cancelled and `TimeoutError` comes out of the `with` block.
 """
 
 import asyncio
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 _MAX_TICK_SECONDS = 1.0
@@ -32,6 +35,22 @@ class StepDeadlines:
             RuntimeError: outside a task, or nested in another bound of the same task.
         """
         return _Bound(self)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the current task's deadline inside this block and push it back by the time spent
+        there (waiting for a host's turn is not the step being slow); a no-op outside a bound."""
+        task = asyncio.current_task()
+        bound = self._running.get(task) if task is not None else None
+        if bound is None:
+            yield
+            return
+        began, deadline = self._loop.time(), bound.deadline
+        bound.deadline = math.inf
+        try:
+            yield
+        finally:
+            bound.deadline = deadline + (self._loop.time() - began)
 
     def _check(self) -> None:
         self._timer = None

@@ -8,9 +8,8 @@ status and stop that task's chain; anything else is a bug: sibling tasks are can
 """
 
 import asyncio
-import math
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,28 +107,6 @@ async def _session_for(
         yield own
 
 
-def _wait_guard(deadlines: StepDeadlines) -> Callable[[], Any]:
-    """A context manager factory that stops the current step's time limit while it waits for
-    a host's turn: waiting out politeness is not the step being slow."""
-
-    @contextmanager
-    def paused() -> Iterator[None]:
-        # TODO(owner of run/deadlines): a public `StepDeadlines.paused()` instead of `_running`.
-        bound = deadlines._running.get(asyncio.current_task())  # type: ignore[arg-type]
-        if bound is None:
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        began, deadline = loop.time(), bound.deadline
-        bound.deadline = math.inf
-        try:
-            yield
-        finally:
-            bound.deadline = deadline + (loop.time() - began)
-
-    return paused
-
-
 async def execute_async(
     executors: Sequence[Executor],
     directory: Path,
@@ -188,7 +165,7 @@ async def execute_async(
             directory / POLITE_DIR,
             settings.polite,
             user_agent=settings.user_agent,
-            wait_guard=_wait_guard(deadlines),
+            wait_guard=deadlines.paused,
         )
         context = Context(
             dir=directory,
