@@ -50,11 +50,17 @@ def run_child(args: argparse.Namespace) -> None:
     if args.child == "A":
         from scrapeflow_dagster.engine.executor import execute_async
         from scrapeflow_dagster.engine.scrape import scrape
+        from scrapeflow_dagster.engine.settings import PoliteSettings, ScrapeSettings
+
+        # One host serves every task: the per-host limit is raised to the run's parallelism so
+        # the politeness gate (robots.txt, slots) is paid on every request but does not bind,
+        # as the bare loop it is compared with has no such limit.
+        settings = ScrapeSettings(polite=PoliteSettings(max_per_host=args.parallelism))
 
         async def run() -> int:
             tasks = task_stream(args.url, args.tasks, args.pages)
             succeeded = await execute_async(
-                [scrape], directory, tasks, max_parallelism=args.parallelism
+                [scrape], directory, tasks, max_parallelism=args.parallelism, settings=settings
             )
             return len(succeeded)
     else:
