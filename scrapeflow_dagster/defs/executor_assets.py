@@ -105,7 +105,11 @@ def add_partition_metadata(
 
 
 def release_not_attempted(
-    context: dg.AssetExecutionContext, keys: Sequence[str], *, failed_key: str
+    context: dg.AssetExecutionContext,
+    keys: Sequence[str],
+    *,
+    failed_key: str,
+    asset_key: dg.AssetKey | None = None,
 ) -> bool:
     """Keep the partitions of `keys`, which this failing run planned but could not attempt
     (upstream missing), out of Dagster's FAILED partitions: they stay missing.
@@ -120,6 +124,12 @@ def release_not_attempted(
     again in this run, so the asset's latest planned run (the UI's "latest run") is still
     this one; it stays FAILED. Only on the Dagster version this was checked against
     (`test_assets` fails loudly otherwise); elsewhere it warns once and the keys end FAILED.
+
+    Args:
+        context: the context of the step that is about to fail the run.
+        keys: partitions of the run that were not attempted (their upstream is missing).
+        failed_key: a partition of the run that failed.
+        asset_key: the asset, when the step's context has none of its own (a graph's op).
 
     Returns:
         Whether the events were written.
@@ -136,7 +146,8 @@ def release_not_attempted(
     from dagster._core.events.log import EventLogEntry
     from dagster._core.instance import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
 
-    name = context.asset_key.to_user_string()
+    asset_key = asset_key or context.asset_key
+    name = asset_key.to_user_string()
     run = context.run
     step_key = context.get_step_execution_context().step.key
     stamp = time.time()
@@ -148,7 +159,7 @@ def release_not_attempted(
             event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
             job_name=job_name,
             message=message,
-            event_specific_data=AssetMaterializationPlannedData(context.asset_key, partition=key),
+            event_specific_data=AssetMaterializationPlannedData(asset_key, partition=key),
             step_key=step,
         )
         return EventLogEntry(
