@@ -82,10 +82,12 @@ def log_shard_events(
         )
 
 
-def _selects_other_assets(context: dg.OpExecutionContext, asset_key: dg.AssetKey) -> bool:
-    """Whether the run materialises assets besides this one (a whole-job run does)."""
-    selection = context.run.asset_selection
-    return selection is None or any(key != asset_key for key in selection)
+def _runs_downstream(context: dg.OpExecutionContext, asset_key: dg.AssetKey) -> bool:
+    """Whether the run also materialises an asset downstream of `asset_key` (a chain run)."""
+    layer = context.job_def.asset_layer
+    # `dg.materialize` leaves the run's selection empty: then the job is the selection.
+    selected = context.run.asset_selection or layer.executable_asset_keys
+    return bool(layer.asset_graph.get(asset_key).child_keys & set(selected))
 
 
 def sharded_executor_asset(
@@ -188,11 +190,11 @@ def sharded_executor_asset(
                 metadata={"summary": dg.MetadataValue.md(report.markdown()), "failed": len(failed)},
                 allow_retries=False,
             )
-        if report.not_ready or not _selects_other_assets(context.op_execution_context, asset_key):
+        if report.not_ready or not _runs_downstream(context.op_execution_context, asset_key):
             # The shards materialised every partition already; an output would make Dagster
             # write a second materialisation per partition. Without it, assets downstream of
-            # this one in the same run are skipped, so it is yielded only when the run
-            # selects others (a chain run), with the same metadata.
+            # this one in the same run are skipped, so it is yielded only when the run has
+            # some (a chain run), with the same metadata.
             return
         add_partition_metadata(
             context, {key: partition_metadata(done) for key, done in report.succeeded.items()}
