@@ -61,9 +61,11 @@ def measure(root: Path, pages: int, links: int) -> dict[str, Any]:
     layout = DataLayout(root / "data").ensure()
     keys = setup(layout, pages, links)
     ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, batch_rows=50_000)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     found = discover(layout, keys, ledger=ledger)
     seconds = time.perf_counter() - started
+    # On a shared machine wall time mostly measures the neighbours: CPU time says what it cost.
+    cpu_seconds = time.process_time() - cpu_started
     started = time.perf_counter()
     synced = ledger.sync()
     sync_seconds = time.perf_counter() - started
@@ -86,6 +88,7 @@ def measure(root: Path, pages: int, links: int) -> dict[str, Any]:
         "added": len(found.keys),
         "outcomes": found.outcomes,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "sync_seconds": sync_seconds,
         "synced_rows": synced.ingested_rows,
         "again_seconds": again_seconds,
@@ -112,6 +115,7 @@ def main() -> None:
             ["links seen", result["links"]],
             ["tasks added", result["added"]],
             ["discovery seconds", round(result["seconds"], 2)],
+            ["  of which CPU seconds (this process)", round(result["cpu_seconds"], 2)],
             ["  target", f"< {TARGET_SECONDS:g} s: {'PASS' if result['target_ok'] else 'FAIL'}"],
             ["DuckDB sync of the rows, seconds", round(result["sync_seconds"], 2)],
             ["again (all expanded), seconds", round(result["again_seconds"], 3)],

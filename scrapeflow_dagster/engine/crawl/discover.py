@@ -245,9 +245,13 @@ def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> 
     report = add_tasks(layout, specs, ledger=ledger)
     stored = set(report.keys)
     crawl_of = {child["key"]: child["params"]["crawl"] for child in batch.children}
+    stamps: dict[str, datetime] = {}  # a batch's rows share one time: parsed once
     for row in batch.rows:
         if row["outcome"] == ADDED and row["child"] not in stored:
             row["outcome"] = KNOWN  # another process stored that key first
+        when = row["discovered_at"]
+        if when not in stamps:
+            stamps[when] = parse_stamp(when) or utc_now()
         ledger.record_frontier(
             FrontierRow(
                 crawl=row["crawl"],
@@ -256,7 +260,7 @@ def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> 
                 depth=row["depth"],
                 outcome=row["outcome"],
                 child=row["child"],
-                discovered_at=parse_stamp(row["discovered_at"]) or utc_now(),
+                discovered_at=stamps[when],
             )
         )
     ledger.flush()
@@ -264,7 +268,9 @@ def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> 
     journal.mark_expanded(layout, batch.parents)
     batch.keys = list(report.keys)
     batch.applied = True
-    if batch.keys:
-        journal.save_batch(layout, batch)  # kept for the driver, which finishes it
-    else:
+    if not batch.keys:
         journal.finish_batch(layout, batch.id)
+        return
+    # Kept for the driver, which finishes it: it needs the keys, no longer what was planned.
+    applied = dataclasses.replace(batch, children=[], rows=[])
+    journal.save_batch(layout, applied)
