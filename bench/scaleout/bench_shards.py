@@ -166,6 +166,7 @@ def celery_run(workers: int, site: Site, tasks: int, root: Path) -> Row | None:
         data = root / f"data-celery-{workers}"
         env = bench_env(home, data, {"SCRAPEFLOW_SHARDS": "2", "SCRAPEFLOW_CELERY_BROKER": broker})
         first, last = add_tasks(site, tasks, env, root)
+        before = database_bytes(db)  # the schema and the task partitions
         procs = [
             start_worker(
                 broker,
@@ -177,7 +178,12 @@ def celery_run(workers: int, site: Site, tasks: int, root: Path) -> Row | None:
             for n in range(workers)
         ]
         try:
-            time.sleep(8)  # workers import the code location before taking tasks
+            for n in range(workers):  # each worker imports the code location first
+                log = root / f"worker-{workers}-{n}.log"
+                deadline = time.monotonic() + 120
+                while not (log.exists() and b" ready." in log.read_bytes()):
+                    assert time.monotonic() < deadline, f"worker {n} did not start: {log}"
+                    time.sleep(0.2)
             seconds, code, tail = materialize(SHARDED, first, last, env)
         finally:
             for proc in procs:
@@ -191,7 +197,8 @@ def celery_run(workers: int, site: Site, tasks: int, root: Path) -> Row | None:
             seconds,
             tasks,
             code == 0,
-            f"postgres {size / tasks:.0f} B/task (db {size / 2**20:.0f} MiB)",
+            f"postgres: the run {(size - before) / tasks:.0f} B/task, "
+            f"the tasks {before / tasks:.0f} B/task (db {size / 2**20:.0f} MiB)",
         )
 
 
@@ -199,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--page-bytes", type=int, default=20_000)
-    parser.add_argument("--no-celery", action="store_true")
+    parser.add_argument("--no-celery", action="store_true", help="only the SQLite rows")
+    parser.add_argument("--only-celery", action="store_true", help="only the Celery rows")
     parser.add_argument("--tmp-dir", default=None, help="where homes and data go (default /tmp)")
     args = parser.parse_args(argv)
     rows: list[Row] = []
@@ -207,14 +215,20 @@ def main(argv: list[str] | None = None) -> int:
         temp_root("sfbench-shards-", args.tmp_dir) as root,
         Site(args.tasks, args.page_bytes) as site,
     ):
-        rows.append(sqlite_run("unsharded", UNSHARDED, None, site, args.tasks, root))
-        rows.append(sqlite_run("1 shard", SHARDED, 1, site, args.tasks, root))
-        rows.append(sqlite_run("2 shards", SHARDED, 2, site, args.tasks, root))
+        if not args.only_celery:
+            for label, module, shards in (
+                ("unsharded", UNSHARDED, None),
+                ("1 shard", SHARDED, 1),
+                ("2 shards", SHARDED, 2),
+            ):
+                rows.append(sqlite_run(label, module, shards, site, args.tasks, root))
+                print(rows[-1], flush=True)  # each figure as soon as it is measured
         if not args.no_celery:
             for workers in (1, 2):
                 row = celery_run(workers, site, args.tasks, root)
                 if row is not None:
                     rows.append(row)
+                    print(rows[-1], flush=True)
     print_table(
         ["run", "tasks", "seconds", "pages/s", "ok", "per task"],
         [[r.label, r.tasks, r.seconds, r.pages_per_second, r.ok, r.extra] for r in rows],

@@ -3,7 +3,6 @@ CLI, the steps a run's shards ran as, and the services (Postgres, Redis) they ma
 
 import os
 import subprocess
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -101,15 +100,3 @@ def service_missing(what: str) -> None:
     if os.environ.get(REQUIRE_SERVICES_ENV) == "1":
         pytest.fail(f"{what} (required: {REQUIRE_SERVICES_ENV}=1)")
     pytest.skip(f"{what}; set {REQUIRE_SERVICES_ENV}=1 to make this a failure")
-
-
-def site_counts(base_url: str) -> dict[str, int]:
-    """Requests per path the bundled site answered (`GET /control/requests`), {} when this
-    version of the site does not count them."""
-    import json
-
-    try:
-        with urllib.request.urlopen(base_url + "/control/requests", timeout=5) as response:
-            return dict(json.loads(response.read())["paths"])
-    except urllib.error.HTTPError:
-        return {}
