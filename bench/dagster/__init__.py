@@ -7,4 +7,6 @@
 - `backfill`: a daemon-run backfill launched through GraphQL under `dagster dev`.
 - `scale`: peak RSS at 10k and at 100k partitions.
 - `settings`: instance and run-config variants as ratios of time against the default.
+- `postgres`: ours vs the stock floor on Postgres (`python -m bench.dagster.postgres`, run by
+  `bench.run_all` on its own: it needs the server on 127.0.0.1:5432).
 """
