@@ -45,13 +45,18 @@ logger = logging.getLogger(__name__)
 
 
 def is_buffered(event: EventLogEntry) -> bool:
-    """Whether `event` may wait in the buffer: a run's materialisation or planned one."""
+    """Whether `event` may wait in the buffer: a run's materialisation or planned one, or a
+    planned event outside any run (Dagster never writes those; our executor assets write one per
+    task a failing run could not attempt, up to thousands, so they keep it missing)."""
     dagster_event = event.dagster_event
     return (
         dagster_event is not None
         and dagster_event.event_type in BUFFERED_EVENT_TYPES
         and dagster_event.asset_key is not None
-        and event.run_id != RUNLESS_RUN_ID
+        and (
+            event.run_id != RUNLESS_RUN_ID
+            or dagster_event.event_type == DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+        )
     )
 
 

@@ -127,9 +127,22 @@ def test_a_batch_is_written_before_store_event_batch_returns(
     assert [row[1] for row in shard_rows(tmp_path / "runs", "index")] == ["p0", "p1", "p1"]
 
 
-def test_runless_events_are_not_buffered(storage: BatchedSqliteEventLogStorage) -> None:
+def test_runless_materialisations_are_not_buffered(
+    storage: BatchedSqliteEventLogStorage,
+) -> None:
     storage.store_event(materialized("", "a", "p0"))
     assert storage.buffered_event_count == 0
+
+
+def test_runless_planned_events_are_buffered_and_written_in_order(
+    storage: BatchedSqliteEventLogStorage, tmp_path: Path
+) -> None:
+    # The executor assets write one per task a failing run could not attempt.
+    storage.store_event_batch([planned("", "a", "p0"), planned("", "a", "p1")])
+    storage.store_event(planned("", "a", "p2"))
+    assert storage.buffered_event_count == 1
+    storage.flush()
+    assert [row[1] for row in shard_rows(tmp_path / "runs", "index")] == ["p0", "p1", "p2"]
 
 
 def test_the_buffer_is_written_at_exit(tmp_path: Path) -> None:
