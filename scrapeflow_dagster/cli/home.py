@@ -1,8 +1,11 @@
-"""`scrapeflow home init`: the Dagster home's dagster.yaml (embedded SQLite, or Postgres)."""
+"""`scrapeflow home init`: the Dagster home's dagster.yaml (embedded SQLite, or Postgres), and
+with `--celery-broker` the `.env` line that makes runs use Celery workers."""
 
 import argparse
+from pathlib import Path
 
 from scrapeflow_dagster.cli import common
+from scrapeflow_dagster.engine.redact import redact
 
 
 def _positive(text: str) -> int:
@@ -34,6 +37,13 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         metavar="N",
         help="runs the daemon starts at a time from the queue (default 4)",
     )
+    init.add_argument(
+        "--celery-broker",
+        metavar="URL",
+        help="with --postgres: run steps (shards) on Celery workers through this Redis broker,"
+        " e.g. redis://host:6379/0; written as SCRAPEFLOW_CELERY_BROKER to ./.env, which the"
+        " dagster commands load from the folder they run in",
+    )
     init.add_argument("--force", action="store_true", help="replace a different dagster.yaml")
     init.set_defaults(func=cmd_home_init)
 
@@ -48,6 +58,17 @@ def cmd_home_init(args: argparse.Namespace) -> int:
     )
 
     url = None
+    if args.celery_broker is not None:
+        if args.postgres is None:
+            raise common.UsageError(
+                "--celery-broker: the Celery executor needs a Postgres home (add --postgres URL):"
+                " workers on other machines share Dagster's storage"
+            )
+        if not args.celery_broker.startswith(("redis://", "rediss://")):
+            raise common.UsageError(
+                f"--celery-broker {redact(args.celery_broker)!r}: only Redis brokers"
+                " (redis://HOST:PORT/DB) are supported"
+            )
     if args.postgres is not None:
         try:
             url, converted = postgres_url(args.postgres)
@@ -65,4 +86,18 @@ def cmd_home_init(args: argparse.Namespace) -> int:
     storage = "Postgres (runs, events, schedules)" if url else "embedded SQLite"
     print(f"Dagster home ready ({storage}): {home / 'dagster.yaml'}")
     print(f"export DAGSTER_HOME={home}")
+    if args.celery_broker is not None:
+        from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
+
+        env_file = write_env_line(Path(".env"), CELERY_BROKER_ENV, args.celery_broker)
+        print(f"Celery executor: {CELERY_BROKER_ENV} written to {env_file.resolve()};")
+        print("start workers with `scrapeflow worker` (from this folder) on every machine")
     return 0
+
+
+def write_env_line(path: Path, name: str, value: str) -> Path:
+    """Set `name=value` in the dotenv file `path`, keeping its other lines; returns `path`."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    kept = [line for line in lines if not line.strip().startswith(f"{name}=")]
+    path.write_text("\n".join([*kept, f"{name}={value}"]) + "\n")
+    return path

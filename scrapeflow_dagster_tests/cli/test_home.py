@@ -68,3 +68,45 @@ def test_home_init_refuses_a_url_that_is_not_postgres_without_showing_its_passwo
     assert done.returncode == 2
     assert "mysql://db/x" in done.stderr and "s3cret" not in done.stderr
     assert (dagster_home / "dagster.yaml").read_text() == before
+
+
+def test_home_init_celery_broker_needs_postgres_and_a_redis_url(
+    run_command: Run, dagster_home: Path, tmp_path: Path
+) -> None:
+    before = (dagster_home / "dagster.yaml").read_text()
+
+    alone = run_command("scrapeflow", "home", "init", "--celery-broker", "redis://127.0.0.1:6379/0")
+    amqp = run_command(
+        "scrapeflow",
+        "home",
+        "init",
+        "--postgres",
+        "postgresql+psycopg2://postgres@127.0.0.1:5432/x",
+        "--celery-broker",
+        "amqp://me:s3cret@127.0.0.1//",
+    )
+
+    assert alone.returncode == 2 and "needs a Postgres home" in alone.stderr
+    assert amqp.returncode == 2 and "only Redis brokers" in amqp.stderr
+    assert "s3cret" not in amqp.stderr
+    assert (dagster_home / "dagster.yaml").read_text() == before
+    assert not (tmp_path / ".env").exists()
+
+
+def test_home_init_celery_broker_writes_the_env_line_the_dagster_commands_load(
+    run_command: Run,
+    tmp_path: Path,
+    postgres: PostgresServer,  # noqa: F811
+) -> None:
+    (tmp_path / ".env").write_text("OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=redis://old:6379/0\n")
+    url = postgres.database("home_init_celery")
+
+    done = run_command(
+        "scrapeflow", "home", "init", "--force", "--postgres", url,
+        "--celery-broker", "redis://127.0.0.1:6379/5",
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".env").read_text() == (
+        "OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=redis://127.0.0.1:6379/5\n"
+    )
