@@ -189,7 +189,8 @@ def release_not_attempted(
     return True
 
 
-def _check_result(report: StepReport) -> dg.AssetCheckResult:
+def check_result(report: StepReport) -> dg.AssetCheckResult:
+    """The `no_failed_tasks` check over a run's report: counts by outcome, error kind and class."""
     counts = report.counts_by_outcome()
     return dg.AssetCheckResult(
         check_name=CHECK_NAME,
@@ -217,7 +218,7 @@ def publish(
         add_partition_metadata(
             context, {key: partition_metadata(done) for key, done in report.succeeded.items()}
         )
-        yield dg.MaterializeResult(check_results=[_check_result(report)])
+        yield dg.MaterializeResult(check_results=[check_result(report)])
         return
     for key, done in report.succeeded.items():
         context.log_event(
@@ -236,7 +237,7 @@ def publish(
                 metadata=failure_metadata(result),
             )
         )
-    yield _check_result(report)
+    yield check_result(report)
     if not failed:
         # Only tasks whose upstream is missing: they stay missing (not failed) and no output
         # is yielded, so nothing downstream runs on them in this run.

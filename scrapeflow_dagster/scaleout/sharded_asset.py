@@ -26,10 +26,11 @@ from scrapeflow_dagster.defs.executor_assets import (
     GROUP_NAME,
     MESSAGE_CHARS,
     StepConfig,
-    _check_result,
     add_partition_metadata,
+    check_result,
     failure_metadata,
     partition_metadata,
+    release_not_attempted,
 )
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.defs.resources import (
@@ -181,10 +182,15 @@ def sharded_executor_asset(
     def collect(context: dg.AssetExecutionContext, reports: list[StepReport]) -> Iterator[Any]:
         """The check over the whole run; fails the run when any task failed."""
         report = merge_reports(asset_name, reports)
-        yield _check_result(report)
+        yield check_result(report)
         failed = report.failed
         if failed:
-            sample = ", ".join(sorted(failed)[:5])
+            ordered = sorted(failed)
+            sample = ", ".join(ordered[:5])
+            # As an unsharded asset: tasks not attempted (upstream missing) stay missing.
+            release_not_attempted(
+                context, report.not_ready, failed_key=ordered[-1], asset_key=asset_key
+            )
             raise dg.Failure(
                 description=f"{len(failed)} of {report.tasks} tasks failed (e.g. {sample})",
                 metadata={"summary": dg.MetadataValue.md(report.markdown()), "failed": len(failed)},

@@ -88,3 +88,23 @@ def test_a_chain_run_goes_on_downstream_and_one_asset_runs_write_one_event_per_p
         for asset in ("scrape", "validation"):
             found = partition_statuses(instance, asset, keys)
             assert keys_with(found, Status.MATERIALIZED) == set(keys), asset
+
+
+def test_a_failing_sharded_run_leaves_tasks_without_upstream_missing(
+    site: SiteThread, layout: DataLayout
+) -> None:
+    good = [(f"g-{n:02d}", site.url(f"/page/{n}")) for n in range(6)]
+    blocked = [(f"c-{n:02d}", site.url("/captcha")) for n in range(3)]  # fail validation
+    missing = [(f"m-{n:02d}", site.url("/status/404")) for n in range(3)]  # scrape fails
+    keys = store_tasks(layout, good + blocked + missing)  # the range's order: as added
+    with dg.DagsterInstance.ephemeral() as instance:
+        add_task_partitions(instance, keys)
+        run(instance, layout, [scrape_asset], keys)
+
+        checked = run(instance, layout, [validation_asset], keys)
+
+        assert not checked.success
+        found = partition_statuses(instance, "validation", keys)
+        assert keys_with(found, Status.FAILED) == {key for key, _ in blocked}
+        assert keys_with(found, Status.MATERIALIZED) == {key for key, _ in good}
+        assert keys_with(found, None) == {key for key, _ in missing}
