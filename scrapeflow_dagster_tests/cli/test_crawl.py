@@ -89,6 +89,9 @@ def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304
     assert len(expected) == 40
     # Exactly the pages within depth 3, each once; nothing private (robots.txt) or deeper.
     assert _graph_counts(graph_site) == dict.fromkeys(expected, 1)
+    # Politeness by default: never more than 8 requests in flight at the host (server side).
+    in_flight = _requests(graph_site)["max_in_flight"]
+    assert in_flight and max(in_flight.values()) <= 8, in_flight
     _assert_all_parsed(layout, cli_instance, list(expected.values()))
     conn = duckdb.connect(str(layout.db_path), read_only=True)
     try:
