@@ -1,14 +1,45 @@
-"""The shipped executor assets: `scrape`, then `validation` and `pages` downstream of it."""
+"""The shipped executor assets: `scrape`, then `validation` and `pages` downstream of it.
+
+Sharded (`scaleout.sharded_asset`: each run's partitions split over several steps) when the
+deployment asks for it when the definitions load: `SCRAPEFLOW_SHARDS` (0 = one shard per core)
+or `SCRAPEFLOW_CELERY_BROKER` (steps on Celery workers) set. Unsharded otherwise: a sharded
+run has two more step processes (plan and collect), seconds that a small run feels.
+"""
+
+import os
+from collections.abc import Callable, Sequence
+
+import dagster as dg
 
 from scrapeflow_dagster.defs.executor_assets import executor_asset
+from scrapeflow_dagster.engine.executor import Executor
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.executors.validation import validation
+from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
+from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
+from scrapeflow_dagster.scaleout.shards import SHARDS_ENV
 
-scrape_asset = executor_asset(scrape)
-validation_asset = executor_asset(validation, requires=[scrape_asset.key.to_user_string()])
-pages_asset = executor_asset(
-    pages, requires=[scrape_asset.key.to_user_string(), validation_asset.key.to_user_string()]
+AssetFactory = Callable[..., dg.AssetsDefinition]
+
+
+def sharding_requested() -> bool:
+    """Whether this deployment shards its executor assets (see the module docstring)."""
+    return bool(os.environ.get(SHARDS_ENV) or os.environ.get(CELERY_BROKER_ENV))
+
+
+def build_executor_assets(make: AssetFactory = executor_asset) -> list[dg.AssetsDefinition]:
+    """`scrape`, `validation`, `pages` built with `make` (`executor_asset` or
+    `sharded_executor_asset`, which take the same arguments)."""
+    chain: Sequence[tuple[Executor, list[str]]] = (
+        (scrape, []),
+        (validation, ["scrape"]),
+        (pages, ["scrape", "validation"]),
+    )
+    return [make(executor, requires=requires) for executor, requires in chain]
+
+
+executor_assets = build_executor_assets(
+    sharded_executor_asset if sharding_requested() else executor_asset
 )
-
-executor_assets = [scrape_asset, validation_asset, pages_asset]
+scrape_asset, validation_asset, pages_asset = executor_assets

@@ -34,6 +34,7 @@ def scrapeflow_definitions(
     *,
     resources: Mapping[str, Any] | None = None,
     assets: Sequence[dg.AssetsDefinition] = (),
+    executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
     """Definitions for a chain of executor assets (built with `executor_asset`).
 
@@ -47,6 +48,8 @@ def scrapeflow_definitions(
             other limits).
         assets: other assets of the code location that the sensors do not run (the
             `crawl_report` asset and its schedule are always included).
+        executor: the runs' executor (None: Dagster's default, one process per step on this
+            machine; `scaleout.celery.executor_from_env()` for Celery workers).
     """
     return dg.Definitions(
         assets=[*executor_assets, crawl_report, *assets],
@@ -57,6 +60,7 @@ def scrapeflow_definitions(
         ],
         schedules=[build_refresh_schedule(executor_assets), crawl_report_schedule],
         resources={**default_resources(), **(resources or {})},
+        executor=executor,
     )
 
 

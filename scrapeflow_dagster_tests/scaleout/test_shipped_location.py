@@ -1,0 +1,59 @@
+"""The shipped code location shards its executor assets (and runs steps on Celery) only when the
+deployment's environment asks for it when the definitions load."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from scrapeflow_dagster_tests.support.paths import REPO_ROOT
+
+PROBE = """
+import json, dagster as dg
+from scrapeflow_dagster.definitions import defs
+dg.Definitions.validate_loadable(defs)
+repo = defs.get_repository_def()
+scrape = repo.assets_defs_by_key[dg.AssetKey("scrape")]
+print(json.dumps({
+    "ops": sorted(op.name for op in scrape.node_def.iterate_node_defs()),
+    "executor": defs.executor.name if defs.executor else None,
+    "resources": sorted(repo.get_top_level_resources()),
+}))
+"""
+
+
+def load(**env: str) -> dict:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPEFLOW_")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**clean, **env},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("env", "sharded", "executor"),
+    [
+        ({}, False, None),
+        ({"SCRAPEFLOW_SHARDS": "2"}, True, None),
+        ({"SCRAPEFLOW_CELERY_BROKER": "redis://127.0.0.1:6379/9"}, True, "scrapeflow_celery"),
+    ],
+)
+def test_sharding_and_celery_follow_the_environment(
+    env: dict[str, str], sharded: bool, executor: str | None
+) -> None:
+    found = load(**env)
+
+    expected_ops = (
+        ["scrape", "scrape_collect", "scrape_plan", "scrape_shard"] if sharded else ["scrape"]
+    )
+    assert found["ops"] == expected_ops
+    assert found["executor"] == executor
+    assert ("shard_settings" in found["resources"]) is sharded
