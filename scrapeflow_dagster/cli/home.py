@@ -1,7 +1,9 @@
-"""`scrapeflow home init`: the Dagster home's dagster.yaml (embedded SQLite, or Postgres), and
-with `--celery-broker` the `.env` line that makes runs use Celery workers."""
+"""Deployment commands: `scrapeflow home init` (the Dagster home's dagster.yaml: embedded SQLite,
+or Postgres; with `--celery-broker` the `.env` line that makes runs use Celery workers) and
+`scrapeflow worker` (a Celery worker for this code location)."""
 
 import argparse
+import os
 from pathlib import Path
 
 from scrapeflow_dagster.cli import common
@@ -46,6 +48,54 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     )
     init.add_argument("--force", action="store_true", help="replace a different dagster.yaml")
     init.set_defaults(func=cmd_home_init)
+
+    worker = sub.add_parser(
+        "worker",
+        parents=[parent],
+        help="run a Celery worker that takes this code location's steps (shards) from the broker",
+    )
+    worker.add_argument(
+        "--broker",
+        metavar="URL",
+        default=os.environ.get("SCRAPEFLOW_CELERY_BROKER"),
+        help="the Redis broker, e.g. redis://host:6379/0 (default $SCRAPEFLOW_CELERY_BROKER)",
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=_positive_concurrency,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="steps run at once, one process each (default: the machine's cores)",
+    )
+    worker.add_argument("--name", help="the worker's node name, unique per broker")
+    worker.add_argument("--loglevel", default="INFO", help="Celery's log level (default INFO)")
+    worker.set_defaults(func=cmd_worker)
+
+
+def _positive_concurrency(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--concurrency {text!r}: expected a number >= 1")
+    return value
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a Celery worker in the foreground (run it from the project folder, with
+    `SCRAPEFLOW_DATA_DIR` on storage every worker mounts); returns its exit code."""
+    if not args.broker:
+        raise common.UsageError("worker: no broker (--broker URL or $SCRAPEFLOW_CELERY_BROKER)")
+    if not args.broker.startswith(("redis://", "rediss://")):
+        raise common.UsageError(
+            f"--broker {redact(args.broker)!r}: only Redis brokers (redis://HOST:PORT/DB)"
+            " are supported"
+        )
+    from scrapeflow_dagster.scaleout.worker import run_worker
+
+    # The worker's steps find the data folder (status files, shard reports) in the environment.
+    os.environ["SCRAPEFLOW_DATA_DIR"] = str(common.layout(args).root)
+    return run_worker(
+        args.broker, concurrency=args.concurrency, name=args.name, loglevel=args.loglevel
+    )
 
 
 def cmd_home_init(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
-"""Celery workers of the sharded code location as the tests start them: real `celery worker`
-processes (through `scaleout.worker.start_worker`) on a temp home, each in its own process
-group, stopped or killed by that group."""
+"""Celery workers of the sharded code location as users start them: the real `scrapeflow
+worker` command (which runs `celery worker`) on a temp home, each in its own process group,
+stopped or killed by that group."""
 
 import os
 import signal
@@ -9,8 +9,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from scrapeflow_dagster.scaleout.worker import start_worker
-from scrapeflow_dagster_tests.support.paths import REPO_ROOT
+from scrapeflow_dagster.scaleout.celery import VISIBILITY_TIMEOUT_ENV
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
 from scrapeflow_dagster_tests.support.processes import stop_group, wait_until
 
 
@@ -29,16 +29,19 @@ def celery_workers(
     try:
         for n in range(count):
             log = log_dir / f"worker-{n}.log"
-            workers.append(
-                start_worker(
-                    broker,
-                    name=f"test-{n}-{os.getpid()}@localhost",
-                    visibility_timeout_seconds=visibility_timeout_seconds,
-                    env=env,
-                    log_path=log,
-                    cwd=REPO_ROOT,
+            command = [str(BIN_DIR / "scrapeflow"), "worker", "--broker", broker]
+            command += ["--concurrency", "1", "--name", f"test-{n}-{os.getpid()}@localhost"]
+            with open(log, "ab") as output:
+                workers.append(
+                    subprocess.Popen(
+                        command,
+                        env={**env, VISIBILITY_TIMEOUT_ENV: str(visibility_timeout_seconds)},
+                        cwd=REPO_ROOT,
+                        stdout=output,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                 )
-            )
         for n, worker in enumerate(workers):
             log = log_dir / f"worker-{n}.log"
             wait_until(
