@@ -232,6 +232,35 @@ def rows_scale(data: dict[str, Any], _out: str) -> list[Row]:
 
 
 SHM = "/dev/shm"
+
+
+def rows_discovery(data: dict[str, Any], _out: str) -> list[Row]:
+    r = data.get("result") or data
+    links, added = r.get("links", 0), r.get("added", 0)
+    return [
+        [
+            "discovery",
+            f"{links:,} links -> {added:,} new tasks: s",
+            r.get("seconds"),
+            "< 10",
+            _verdict(r.get("target_ok")),
+        ],
+        ["discovery", "CPU seconds", r.get("cpu_seconds"), "", "-"],
+        ["discovery", "/ add_tasks of the same tasks", r.get("ratio_to_baseline"), "", "-"],
+    ]
+
+
+def rows_shards(_data: dict[str, Any], out: str) -> list[Row]:
+    # bench_shards prints "<two> / <one>: 1.56x pages/s (target >= 1.6)" per comparison.
+    rows: list[Row] = []
+    for line in out.splitlines():
+        if "x pages/s (target" in line:
+            label, _, rest = line.partition(": ")
+            ratio = float(rest.split("x", 1)[0])
+            rows.append(["shards", label, ratio, ">= 1.6", _verdict(ratio >= 1.6)])
+    return rows
+
+
 BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]] = [
     # (name, module, summary rows, accepts --json)
     ("engine", "bench.bench_engine", rows_engine, True),
@@ -240,6 +269,8 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("graphql", "bench.bench_graphql", rows_graphql, True),
     ("dagster", "bench.bench_dagster", rows_dagster, True),
     ("postgres", "bench.dagster.postgres", rows_postgres, True),
+    ("discovery", "bench.engine.bench_discovery", rows_discovery, True),
+    ("shards", "bench.scaleout.bench_shards", rows_shards, False),
     ("scale", "bench.bench_dagster", rows_scale, True),
 ]
 # Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs.
@@ -258,6 +289,8 @@ QUICK_ARGS = {
     "dagster": ["--tasks", "200", "--backfill-tasks", "200", "--settings-tasks", "200"],
     "scale": ["--scale-tasks", "1000"],
     "postgres": ["--tasks", "200"],
+    "discovery": ["--pages", "500"],
+    "shards": ["--tasks", "400"],
 }
 
 
