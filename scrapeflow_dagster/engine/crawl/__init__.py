@@ -7,7 +7,8 @@ Modules:
         batches a driver finishes).
     discover: `discover`, the one function the sensor and `scrapeflow crawl` call.
 
-May import: errors, settings, state, tasks, history, crawl.
+May import: errors, settings, state, tasks, history, polite (the robots.txt cache, read only),
+crawl.
 """
 
 from scrapeflow_dagster.engine.crawl.discover import Discovery, discover, known_fingerprints

@@ -3,9 +3,14 @@
 For each parent whose `pages` step succeeded and whose links were not taken in yet, every link
 is canonicalised as task keys are, judged (`scope.Rules`), deduplicated by request fingerprint
 against every task of the data dir and within the batch, counted against its crawl's
-`max_pages`, and recorded as a frontier row. The whole discovery is first written as a batch
-file, then applied (tasks stored, rows spooled for DuckDB, parents marked): a kill at any point
-is finished by the next discovery, and running it again over the same parents adds nothing.
+`max_pages`, and recorded as a frontier row. A link that a fresh robots.txt cached by the runs
+disallows for our User-Agent is recorded `disallowed` and never becomes a task: in daemon
+mode its scrape would end DISALLOWED, unmaterialised, and hold back `validation` and `pages`
+for its whole run. Discovery never fetches robots.txt (no copy cached: the run checks).
+
+The whole discovery is first written as a batch file, then applied (tasks stored, rows spooled
+for DuckDB, parents marked): a kill at any point is finished by the next discovery, and running
+it again over the same parents adds nothing.
 """
 
 import dataclasses
@@ -19,9 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from scrapeflow_dagster.engine.crawl import journal
-from scrapeflow_dagster.engine.crawl.scope import ADDED, KNOWN, OVER_BUDGET, Rules, identify
+from scrapeflow_dagster.engine.crawl.scope import (
+    ADDED,
+    DISALLOWED,
+    KNOWN,
+    OVER_BUDGET,
+    Rules,
+    identify,
+)
 from scrapeflow_dagster.engine.errors import StatusFileError
-from scrapeflow_dagster.engine.history import FrontierRow, Ledger
+from scrapeflow_dagster.engine.history import FRONTIER_OUTCOMES, FrontierRow, Ledger
+from scrapeflow_dagster.engine.polite.robots import RobotsRules, cached_rules
+from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import CrawlSettings, crawl_settings
@@ -36,6 +50,7 @@ from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import TaskSpec
 from scrapeflow_dagster.engine.tasks.keys import (
     SHORT_FINGERPRINT,
+    LinkIdentity,
     request_fingerprint,
     short_fingerprint_of_key,
 )
@@ -81,6 +96,7 @@ def discover(
     ledger: Ledger,
     executor: str = PAGES_EXECUTOR,
     now: datetime | None = None,
+    settings: ScrapeSettings | None = None,
 ) -> Discovery:
     """Take in the links of `keys` whose `executor` step succeeded and that were not taken in.
 
@@ -95,6 +111,8 @@ def discover(
         ledger: where new tasks and frontier rows are recorded for DuckDB (flushed here).
         executor: the executor whose output holds `links`.
         now: the discovery time recorded on rows (default now).
+        settings: the runs' settings: their User-Agent and politeness say which links the
+            robots.txt copies they cached disallow (default: the defaults runs use).
 
     Returns:
         The batch applied (its `keys` are the new tasks; the driver calls
@@ -114,7 +132,8 @@ def discover(
         parents, not_crawled = _read_parents(layout, todo, executor)
         if not parents and not not_crawled:
             return Discovery(None, 0, {})
-        batch = _plan(layout, parents, now or utc_now())
+        robots = _Robots(layout.status_dir, settings or ScrapeSettings())
+        batch = _plan(layout, parents, now or utc_now(), robots)
         batch.parents += not_crawled
         journal.save_batch(layout, batch)
         _apply(layout, batch, ledger)
@@ -192,7 +211,34 @@ def _fingerprint_from_params(status_dir: Path, key: str) -> str | None:
         return None  # unreadable or without a valid URL: nothing a link could duplicate
 
 
-def _plan(layout: DataLayout, parents: list[Parent], now: datetime) -> journal.FrontierBatch:
+class _Robots:
+    """robots.txt as the runs cached it, read once per origin for one discovery."""
+
+    def __init__(self, status_dir: Path, settings: ScrapeSettings) -> None:
+        self._status_dir = status_dir
+        self._user_agent = settings.user_agent
+        self._polite = settings.polite
+        self._rules: dict[str, RobotsRules | None] = {}
+
+    def disallows(self, link: LinkIdentity) -> bool:
+        """Whether a fresh cached robots.txt disallows `link` (never when none is cached or
+        robots.txt is not respected: the run decides then)."""
+        # Until the frontier table accepts the outcome, a row could not be recorded: the
+        # run keeps checking robots.txt alone, as before.
+        if not self._polite.respect_robots_txt or DISALLOWED not in FRONTIER_OUTCOMES:
+            return False
+        origin = link.origin
+        if origin not in self._rules:
+            self._rules[origin] = cached_rules(
+                self._status_dir, origin, max_age_seconds=self._polite.robots_max_age_seconds
+            )
+        rules = self._rules[origin]
+        return rules is not None and not rules.allows(link.url, self._user_agent)
+
+
+def _plan(
+    layout: DataLayout, parents: list[Parent], now: datetime, robots: _Robots
+) -> journal.FrontierBatch:
     known = known_fingerprints(layout)
     sizes = journal.crawl_sizes(layout)
     batch = journal.FrontierBatch(id=journal.new_batch_id(), parents=[p.key for p in parents])
@@ -221,6 +267,8 @@ def _plan(layout: DataLayout, parents: list[Parent], now: datetime) -> journal.F
             outcome = rules.judge(
                 link, seed_host=parent.seed_host, child_depth=child_depth, known=short in known
             )
+            if outcome is None and robots.disallows(link):
+                outcome = DISALLOWED  # before the budget: it never takes a place there
             # The seed is a task of its crawl too.
             if outcome is None and budget is not None and 1 + sizes.get(crawl, 0) >= budget:
                 outcome = OVER_BUDGET

@@ -5,6 +5,8 @@ dedupe, budget), in the order they are applied.
     denied        matches a `deny` pattern
     known         a task with the same request fingerprint exists already
     too_deep      the child would be more than `max_depth` hops from the seed
+    disallowed    a fresh robots.txt the runs cached disallows it for our User-Agent (no cache:
+                  judged on, the run checks robots.txt before fetching)
     over_budget   the crawl holds `max_pages` tasks already
     added         a new task
 """
@@ -25,6 +27,7 @@ OUT_OF_SCOPE = "out_of_scope"
 TOO_DEEP = "too_deep"
 DENIED = "denied"
 OVER_BUDGET = "over_budget"
+DISALLOWED = "disallowed"
 
 
 @functools.cache

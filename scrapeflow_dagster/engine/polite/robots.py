@@ -8,7 +8,9 @@ cached copy, when there is one, is used instead of that "unknown" (RFC 9309, 2.4
 
 The cache is `<directory>/<origin>.json` (`origin`, `fetched_at`, `status`, `body`), written
 atomically and re-fetched once older than `robots_max_age_seconds`; a per-origin lock file makes
-one process fetch while others sharing the folder wait and read its copy.
+one process fetch while others sharing the folder wait and read its copy. A run keeps it in
+`<status dir>/.polite/robots/`; `cached_rules` reads it there without ever fetching (discovery
+uses it to drop links robots.txt disallows before they become tasks).
 """
 
 import asyncio
@@ -37,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 _LOCK_POLL_SECONDS = 0.02
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
+# Under a run's status dir: a leading dot keeps it out of status scans.
+POLITE_DIR = ".polite"
+ROBOTS_DIR = "robots"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +83,49 @@ def _rules_of(status: int, body: str) -> RobotsRules:
 
 def _cacheable(status: int | None) -> bool:
     return status is not None and status < 500 and status != 429
+
+
+def _read_cache(path: Path) -> tuple[RobotsRules, float] | None:
+    """The cached rules and their age in seconds; None when absent or unreadable."""
+    try:
+        data = orjson.loads(path.read_bytes())
+        fetched_at = parse_stamp(data["fetched_at"])
+        status, body = int(data["status"]), str(data["body"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.warning("ignoring unreadable robots.txt cache %s: %s", path, exc)
+        return None
+    if fetched_at is None:
+        logger.warning("ignoring robots.txt cache %s: no fetch time", path)
+        return None
+    return _rules_of(status, body), (utc_now() - fetched_at).total_seconds()
+
+
+def robots_cache_dir(status_dir: Path) -> Path:
+    """Where the runs over `status_dir` cache robots.txt files."""
+    return Path(status_dir) / POLITE_DIR / ROBOTS_DIR
+
+
+def cached_rules(status_dir: Path, origin: str, *, max_age_seconds: float) -> RobotsRules | None:
+    """The robots.txt rules of `origin` as a run over `status_dir` cached them, read only.
+
+    Nothing is fetched and nothing written: whoever needs the rules for certain (a run) loads
+    them through `RobotsCache`.
+
+    Args:
+        status_dir: the folder runs keep their status files in (the cache is under it).
+        origin: `scheme://host:port`, as `origin_of` spells it.
+        max_age_seconds: a copy fetched longer ago than this counts as absent.
+
+    Returns:
+        The rules, or None when no fresh readable copy is cached (an unreadable one is logged).
+    """
+    path = robots_cache_dir(status_dir) / f"{_file_stem(origin)}.json"
+    cached = _read_cache(path)
+    if cached is None or cached[1] > max_age_seconds:
+        return None
+    return cached[0]
 
 
 class RobotsCache:
@@ -144,24 +192,8 @@ class RobotsCache:
         finally:
             self._loading.pop((origin, verify_tls), None)
 
-    def _read(self, path: Path) -> tuple[RobotsRules, float] | None:
-        """The cached rules and their age in seconds; None when absent or unreadable."""
-        try:
-            data = orjson.loads(path.read_bytes())
-            fetched_at = parse_stamp(data["fetched_at"])
-            status, body = int(data["status"]), str(data["body"])
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            logger.warning("ignoring unreadable robots.txt cache %s: %s", path, exc)
-            return None
-        if fetched_at is None:
-            logger.warning("ignoring robots.txt cache %s: no fetch time", path)
-            return None
-        return _rules_of(status, body), (utc_now() - fetched_at).total_seconds()
-
     def _read_fresh(self, path: Path) -> RobotsRules | None:
-        cached = self._read(path)
+        cached = _read_cache(path)
         if cached is None or cached[1] > self._settings.robots_max_age_seconds:
             return None
         return cached[0]
@@ -204,7 +236,7 @@ class RobotsCache:
             record = {"origin": origin, "fetched_at": stamp(), "status": status, "body": body}
             write_json_atomic(path, record)
             return _rules_of(status, body)
-        stale = self._read(path)
+        stale = _read_cache(path)
         if stale is not None:
             logger.warning(
                 "robots.txt of %s unreachable (%s): using the cached copy", origin, reason

@@ -119,6 +119,7 @@ class LinkIdentity:
     fingerprint: str
     key: str
     host: str  # lower case, without the port
+    origin: str  # `scheme://host:port`, the port always written (whose robots.txt applies)
 
 
 def link_identity(url: str) -> LinkIdentity:
@@ -132,7 +133,9 @@ def link_identity(url: str) -> LinkIdentity:
     canonical = _canonical(parsed)
     fingerprint = _fingerprint(canonical, "GET", None)
     key = _readable_key(parsed, fingerprint, "GET")
-    return LinkIdentity(canonical, fingerprint, key, (parsed.host or "").lower())
+    # Spelled as `polite.robots.origin_of` spells it (the name of the robots.txt cache file).
+    origin = f"{parsed.scheme}://{parsed.host}:{parsed.port}"
+    return LinkIdentity(canonical, fingerprint, key, (parsed.host or "").lower(), origin)
 
 
 def short_fingerprint_of_key(key: str) -> str | None:
