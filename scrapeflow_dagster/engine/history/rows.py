@@ -135,7 +135,7 @@ class PageRow:
 
 
 FRONTIER_OUTCOMES = frozenset(
-    {"added", "known", "out_of_scope", "too_deep", "denied", "over_budget"}
+    {"added", "known", "out_of_scope", "too_deep", "denied", "over_budget", "disallowed"}
 )
 
 

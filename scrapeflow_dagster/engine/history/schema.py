@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS frontier (
     child VARCHAR,
     url VARCHAR NOT NULL,
     depth INTEGER,
-    outcome VARCHAR,  -- added | known | out_of_scope | too_deep | denied | over_budget
+    outcome VARCHAR,  -- added | known | out_of_scope | too_deep | denied | over_budget | disallowed
     discovered_at TIMESTAMP,
     PRIMARY KEY (parent, url)
 );
