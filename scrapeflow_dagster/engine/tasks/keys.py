@@ -1,5 +1,6 @@
 """Task keys and URLs: what is safe as a file name and a Dagster partition key, and dedup keys."""
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -76,6 +77,14 @@ def canonical_url(url: str) -> str:
 def _canonical(parsed: URL) -> str:
     if not parsed.raw_fragment and not parsed.raw_query_string:
         return str(parsed)  # nothing to drop or sort (most links): no new URL objects
+    if not parsed.raw_query_string and parsed.raw_path != "/":
+        text = str(parsed)
+        # Only a fragment to drop (links to anchors are common): cut the string, as
+        # `with_fragment(None)` would, but without a new URL. The general way is kept for a
+        # "?" (an empty query, or one inside the fragment: it drops both) and for the root
+        # path (yarl writes `http://h#f` as `http://h/#f` but drops the fragment to `http://h`).
+        if "?" not in text:
+            return text.partition("#")[0]
     parsed = parsed.with_fragment(None)
     query = sorted(parsed.query.items())
     return str(parsed.with_query(query)) if query else str(parsed.with_query(None))
@@ -147,10 +156,16 @@ def short_fingerprint_of_key(key: str) -> str | None:
     return found.group(1) if found else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _host_slug(raw_host: str) -> str:
+    # Cached: a crawl's links share few hosts, and discovery makes keys for every link.
+    host = _SLUG_UNSAFE.sub("-", raw_host.lower()).strip("-.")  # punycode
+    return _DOTS.sub(".", host)[:_MAX_HOST_CHARS].strip("-.")
+
+
 def _readable_key(parsed: URL, fingerprint: str, method: str) -> str:
     fingerprint = fingerprint[:SHORT_FINGERPRINT]
-    host = _SLUG_UNSAFE.sub("-", (parsed.raw_host or "").lower()).strip("-.")  # punycode
-    host = _DOTS.sub(".", host)[:_MAX_HOST_CHARS].strip("-.")
+    host = _host_slug(parsed.raw_host or "")
     segments = [s for s in parsed.path.split("/") if s][-_SLUG_SEGMENTS:]
     slug = _SLUG_UNSAFE.sub("-", "-".join(segments).lower()).strip("-")[:_MAX_SLUG_CHARS]
     slug = _DOTS.sub(".", slug).strip("-.")
