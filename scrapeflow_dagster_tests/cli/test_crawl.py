@@ -14,8 +14,6 @@ import duckdb
 import pytest
 
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
-from scrapeflow_dagster.engine.crawl.scope import DISALLOWED
-from scrapeflow_dagster.engine.history import FRONTIER_OUTCOMES
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import is_success, md5_of
@@ -109,8 +107,7 @@ def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304
         conn.close()
     assert added == (39, DEPTH)  # every page but the seed, added once, none deeper
     # The first round's run cached robots.txt: discovery never made private links tasks.
-    if DISALLOWED in FRONTIER_OUTCOMES:  # (until history lists the outcome, the run checks)
-        assert private == [("disallowed",)]
+    assert private == [("disallowed",)]
 
     md5s = {
         key: md5_of(load_status(layout.status_dir, key) or {}, "scrape")

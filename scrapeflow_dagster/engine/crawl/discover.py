@@ -33,7 +33,7 @@ from scrapeflow_dagster.engine.crawl.scope import (
     identify,
 )
 from scrapeflow_dagster.engine.errors import StatusFileError
-from scrapeflow_dagster.engine.history import FRONTIER_OUTCOMES, FrontierRow, Ledger
+from scrapeflow_dagster.engine.history import FrontierRow, Ledger
 from scrapeflow_dagster.engine.polite.robots import RobotsRules, cached_rules
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.files import load_status
@@ -223,9 +223,7 @@ class _Robots:
     def disallows(self, link: LinkIdentity) -> bool:
         """Whether a fresh cached robots.txt disallows `link` (never when none is cached or
         robots.txt is not respected: the run decides then)."""
-        # Until the frontier table accepts the outcome, a row could not be recorded: the
-        # run keeps checking robots.txt alone, as before.
-        if not self._polite.respect_robots_txt or DISALLOWED not in FRONTIER_OUTCOMES:
+        if not self._polite.respect_robots_txt:
             return False
         origin = link.origin
         if origin not in self._rules:

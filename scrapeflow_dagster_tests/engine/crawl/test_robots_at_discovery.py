@@ -10,12 +10,11 @@ import pytest
 
 from scrapeflow_dagster.engine.crawl import discover
 from scrapeflow_dagster.engine.crawl.discover import Discovery
-from scrapeflow_dagster.engine.crawl.scope import DISALLOWED
 from scrapeflow_dagster.engine.executor import execute_async
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.executors.validation import validation
-from scrapeflow_dagster.engine.history import FRONTIER_OUTCOMES, Ledger
+from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.polite.robots import robots_cache_dir
 from scrapeflow_dagster.engine.settings import PoliteSettings, ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -50,11 +49,6 @@ def _private(url: str) -> bool:
     return PRIVATE_PREFIX in url
 
 
-@pytest.mark.xfail(
-    DISALLOWED not in FRONTIER_OUTCOMES,
-    reason="history.rows.FRONTIER_OUTCOMES does not list 'disallowed' yet",
-    strict=True,
-)
 async def test_links_the_cached_robots_txt_disallows_never_become_tasks(
     site: LocalSite, layout: DataLayout
 ) -> None:
