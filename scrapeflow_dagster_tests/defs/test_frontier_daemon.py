@@ -82,5 +82,6 @@ def test_the_frontier_sensor_crawls_a_seed_in_the_daemon(
     assert len({run.tags["dagster/run_key"] for run in runs}) == len(runs) >= DEPTH
     # Each page within the depth fetched once; none deeper, none robots.txt disallows.
     assert _graph_counts(graph_site) == dict.fromkeys(expected, 1)
-    # The private links became tasks (never fetched); nothing deeper became one.
-    assert len(partitions) == len(keys) + len(nodes_within_depth(DEPTH - 1))
+    # Private links never became tasks: the sensor's discovery reads robots.txt as the runs
+    # cached it (the seed's scrape did, before any page was parsed); nothing deeper became one.
+    assert sorted(partitions) == sorted(keys)

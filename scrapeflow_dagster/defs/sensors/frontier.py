@@ -16,7 +16,7 @@ from scrapeflow_dagster.defs.partitions import (
     add_task_partitions,
     tasks_partitions_def,
 )
-from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.defs.resources import ScrapeSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.crawl import FrontierBatch, discover, finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.journal import expanded_keys
 from scrapeflow_dagster.engine.history import Ledger
@@ -64,7 +64,9 @@ def build_frontier_sensor(
         "and materialises them.",
     )
     def frontier_sensor(
-        context: dg.SensorEvaluationContext, status_store: StatusStoreResource
+        context: dg.SensorEvaluationContext,
+        status_store: StatusStoreResource,
+        scrape_settings: ScrapeSettingsResource,
     ) -> dg.SensorResult | dg.SkipReason:
         """Take in the links of pages parsed since the last tick (`discover`: scope, depth,
         dedupe, budget; rows in the DuckDB `frontier` table), add the new tasks as partitions,
@@ -85,7 +87,15 @@ def build_frontier_sensor(
         todo = [k for k in parsed if k not in expanded][:MAX_PARENTS_PER_TICK]
         if todo:
             with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-                found = discover(layout, todo, ledger=ledger, executor=links_asset)
+                # The runs' User-Agent and robots settings: links robots.txt disallows (as the
+                # runs cached it) never become tasks.
+                found = discover(
+                    layout,
+                    todo,
+                    ledger=ledger,
+                    executor=links_asset,
+                    settings=scrape_settings.build(),
+                )
             if found.parents:
                 context.log.info(
                     f"{found.parents} parsed pages: {len(found.keys)} new tasks; links by "
