@@ -206,6 +206,37 @@ def check_result(report: StepReport) -> dg.AssetCheckResult:
     )
 
 
+def run_executor_step(
+    executor: Executor,
+    keys: Sequence[str],
+    *,
+    requires: Sequence[str],
+    force: bool,
+    max_age_seconds: float | None,
+    run_id: str,
+    scrape_settings: ScrapeSettingsResource,
+    status_store: StatusStoreResource,
+    proxy_provider: ProxyProviderResource,
+) -> StepReport:
+    """Run `executor` over the tasks `keys` with the resources' settings (the engine's
+    `run_step`, one asyncio loop): what an executor asset's step, or one shard of it, does."""
+    return asyncio.run(
+        run_step(
+            status_store.layout(),
+            executor,
+            keys,
+            settings=scrape_settings.build(),
+            proxy_provider=proxy_provider.build(),
+            requires=requires,
+            force=force,
+            max_age_seconds=max_age_seconds,
+            timeout_seconds=scrape_settings.executor_timeout_seconds,
+            max_parallelism=scrape_settings.max_parallelism,
+            run_id=run_id,
+        )
+    )
+
+
 def publish(
     context: dg.AssetExecutionContext, report: StepReport
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
@@ -275,20 +306,16 @@ def executor_asset(
         status_store: StatusStoreResource,
         proxy_provider: ProxyProviderResource,
     ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
-        report = asyncio.run(
-            run_step(
-                status_store.layout(),
-                executor,
-                context.partition_keys,
-                settings=scrape_settings.build(),
-                proxy_provider=proxy_provider.build(),
-                requires=requires,
-                force=config.force,
-                max_age_seconds=config.refresh_older_than_seconds,
-                timeout_seconds=scrape_settings.executor_timeout_seconds,
-                max_parallelism=scrape_settings.max_parallelism,
-                run_id=context.run.run_id,
-            )
+        report = run_executor_step(
+            executor,
+            context.partition_keys,
+            requires=requires,
+            force=config.force,
+            max_age_seconds=config.refresh_older_than_seconds,
+            run_id=context.run.run_id,
+            scrape_settings=scrape_settings,
+            status_store=status_store,
+            proxy_provider=proxy_provider,
         )
         yield from publish(context, report)
 

@@ -13,7 +13,6 @@ it since (`build_failed_and_in_progress_partition_subset`), whichever step faile
 the failed tasks end FAILED, the rest MATERIALIZED, as with the unsharded asset.
 """
 
-import asyncio
 import inspect
 import warnings
 from collections.abc import Iterator, Sequence
@@ -31,6 +30,7 @@ from scrapeflow_dagster.defs.executor_assets import (
     failure_metadata,
     partition_metadata,
     release_not_attempted,
+    run_executor_step,
 )
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.defs.resources import (
@@ -39,7 +39,7 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
 )
 from scrapeflow_dagster.engine.executor import Executor, executor_name
-from scrapeflow_dagster.engine.run.step import StepReport, run_step
+from scrapeflow_dagster.engine.run.step import StepReport
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
     ShardPlan,
@@ -148,20 +148,16 @@ def sharded_executor_asset(
         proxy_provider: ProxyProviderResource,
     ) -> StepReport:
         """Run the executor over this shard's tasks and log their outcomes."""
-        report = asyncio.run(
-            run_step(
-                status_store.layout(),
-                executor,
-                shard_plan.keys,
-                settings=scrape_settings.build(),
-                proxy_provider=proxy_provider.build(),
-                requires=requires,
-                force=shard_plan.force,
-                max_age_seconds=shard_plan.max_age_seconds,
-                timeout_seconds=scrape_settings.executor_timeout_seconds,
-                max_parallelism=scrape_settings.max_parallelism,
-                run_id=context.run.run_id,
-            )
+        report = run_executor_step(
+            executor,
+            shard_plan.keys,
+            requires=requires,
+            force=shard_plan.force,
+            max_age_seconds=shard_plan.max_age_seconds,
+            run_id=context.run.run_id,
+            scrape_settings=scrape_settings,
+            status_store=status_store,
+            proxy_provider=proxy_provider,
         )
         context.log.info(
             f"shard {shard_plan.position + 1} of {shard_plan.total}: {report.tasks} tasks\n"

@@ -14,6 +14,7 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
+from scrapeflow_dagster_tests.support.graphql import ui_partition_health
 from scrapeflow_dagster_tests.support.ledger import query
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
 from scrapeflow_dagster_tests.support.processes import process_env
@@ -322,46 +323,6 @@ def test_rerun_skips_succeeded_tasks_unless_forced(
     assert {step_run_counts(layout, "scrape")[k] for k in succeeded} == {2}
     found = partition_statuses(instance, "scrape", tasks.keys)
     assert keys_with(found, Status.MATERIALIZED) == succeeded
-
-
-PARTITION_HEALTH = """
-query PartitionHealth($assetKey: AssetKeyInput!) {
-  assetNodeOrError(assetKey: $assetKey) {
-    ... on AssetNode {
-      assetPartitionStatuses {
-        ... on DefaultPartitionStatuses {
-          materializedPartitions materializingPartitions failedPartitions
-        }
-      }
-    }
-  }
-}
-"""
-
-
-def ui_partition_health(instance: dg.DagsterInstance, asset: str) -> dict[str, set[str]]:
-    """What the UI's partition health query answers for `asset` (Dagster's GraphQL schema in
-    this process, over the shipped code location): materialized, materializing and failed
-    partition keys."""
-    from dagster._core.remote_origin import InProcessCodeLocationOrigin
-    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
-    from dagster._core.workspace.context import WorkspaceProcessContext
-    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
-    from dagster_graphql.test.utils import execute_dagster_graphql
-
-    origin = InProcessCodeLocationOrigin(
-        LoadableTargetOrigin(module_name="scrapeflow_dagster.definitions")
-    )
-    target = InProcessWorkspaceLoadTarget(origin)
-    with WorkspaceProcessContext(instance, target) as process_context:
-        result = execute_dagster_graphql(
-            process_context.create_request_context(),
-            PARTITION_HEALTH,
-            {"assetKey": {"path": [asset]}},
-        )
-    assert not result.errors, result.errors
-    statuses = result.data["assetNodeOrError"]["assetPartitionStatuses"]
-    return {name: set(keys) for name, keys in statuses.items()}
 
 
 def test_through_the_cli_the_ui_shows_failed_tasks_failed_and_unattempted_ones_missing(

@@ -20,8 +20,8 @@ from dagster._core.events import DagsterEventType
 from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
 from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
 from scrapeflow_dagster.storage.version_guard import WRITTEN_AGAINST, installed_version
-from scrapeflow_dagster_tests.storage.graphql import ui_partition_health
 from scrapeflow_dagster_tests.storage.homes import (
+    DEFS_MODULE,
     add_partitions,
     instance_of,
     materialize,
@@ -36,6 +36,7 @@ from scrapeflow_dagster_tests.storage.snapshot import (
     run_positions,
     states,
 )
+from scrapeflow_dagster_tests.support.graphql import ui_partition_health
 from scrapeflow_dagster_tests.support.postgres import PostgresServer
 
 KEYS = [partition_key(i) for i in range(300)]
@@ -94,7 +95,10 @@ def run_three_times(home: Path, postgres_url: str | None = None) -> HomeResult:
             index={},
             buffered_at_failure=_buffered_at_failure(instance, first_run),
             storage_class=type(instance.event_log_storage),
-            ui={asset: ui_partition_health(instance, asset) for asset in ("flaky", "trivial")},
+            ui={
+                asset: ui_partition_health(instance, asset, module=DEFS_MODULE)
+                for asset in ("flaky", "trivial")
+            },
         )
         positions = run_positions(instance)
     if postgres_url is None:
