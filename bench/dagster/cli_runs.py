@@ -40,7 +40,11 @@ def write_tasks(root: Path, site_url: str, n: int) -> tuple[Path, Path, list[str
 
 
 def materialize_cmd(module: str, asset: str, keys: list[str], config: dict[str, Any] | None):
-    config_json = json.dumps(config) if config else None
+    # A user's plain `dagster asset materialize` runs Dagster's default (multiprocess) executor;
+    # naming it keeps `materialize_range_command` from choosing in-process for the shipped
+    # module, so ours and the floor run the same way unless a variant says otherwise.
+    config = {"execution": {"config": {"multiprocess": {}}}, **(config or {})}
+    config_json = json.dumps(config)
     return materialize_range_command(
         asset, keys[0], keys[-1], module=module, config_json=config_json
     )
