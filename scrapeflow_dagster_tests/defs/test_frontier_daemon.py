@@ -17,7 +17,12 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster.site.graph import nodes_within_depth
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster_tests.defs.test_daemon import Daemon, drop_into_inbox, sensor_ticks
+from scrapeflow_dagster_tests.defs.test_daemon import (  # noqa: F401 (the daemon fixture)
+    Daemon,
+    daemon,
+    drop_into_inbox,
+    sensor_ticks,
+)
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
 
 DEPTH = 2
@@ -30,16 +35,6 @@ def graph_site() -> Iterator[SiteThread]:
         yield running
 
 
-@pytest.fixture
-def daemon(dagster_home: Path, layout: DataLayout, tmp_path: Path) -> Iterator[Daemon]:
-    """`dagster-daemon run` on the temp homes (stopped at the end)."""
-    running = Daemon(dagster_home, layout, tmp_path / "daemon.log")
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 def _graph_counts(site: SiteThread) -> dict[str, int]:
     with urllib.request.urlopen(site.url("/control/requests"), timeout=10) as response:
         data: dict[str, Any] = json.load(response)
@@ -48,7 +43,10 @@ def _graph_counts(site: SiteThread) -> dict[str, int]:
 
 @pytest.mark.slow  # 3-5 minutes: three rounds of sensor ticks and runs
 def test_the_frontier_sensor_crawls_a_seed_in_the_daemon(
-    graph_site: SiteThread, layout: DataLayout, daemon: Daemon, tmp_path: Path
+    graph_site: SiteThread,
+    layout: DataLayout,
+    daemon: Daemon,  # noqa: F811 (the fixture imported from test_daemon)
+    tmp_path: Path,
 ) -> None:
     seed = {"url": graph_site.url("/graph/0"), "max_depth": DEPTH}
     expected = {

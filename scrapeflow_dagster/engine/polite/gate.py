@@ -7,7 +7,7 @@ from yarl import URL
 
 from scrapeflow_dagster.engine.errors import DisallowedError, RobotsUnavailableError
 from scrapeflow_dagster.engine.polite.hosts import HostSlots, Slot, WaitGuard
-from scrapeflow_dagster.engine.polite.robots import RobotsCache, RobotsRules, origin_of
+from scrapeflow_dagster.engine.polite.robots import ROBOTS_DIR, RobotsCache, RobotsRules, origin_of
 from scrapeflow_dagster.engine.settings import PoliteSettings
 
 
@@ -38,7 +38,7 @@ class Politeness:
             directory / "hosts", limit=settings.max_per_host, wait_guard=wait_guard
         )
         self.robots = (
-            RobotsCache(directory / "robots", settings, user_agent=user_agent, hosts=self.hosts)
+            RobotsCache(directory / ROBOTS_DIR, settings, user_agent=user_agent, hosts=self.hosts)
             if settings.respect_robots_txt
             else None
         )

@@ -17,6 +17,7 @@ import aiohttp
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
 from scrapeflow_dagster.engine.polite.gate import Politeness
+from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import (
     Context,
@@ -38,7 +39,6 @@ from scrapeflow_dagster.engine.tasks.keys import validate_key
 
 # robots.txt cache and per-host slot files, beside the task locks (`.locks/`): a leading dot keeps
 # them out of status scans, and every run over the same folder shares them.
-POLITE_DIR = ".polite"
 
 
 def _forced_names(force: Iterable[str | Callable[..., Any]] | str | None) -> list[str]:
