@@ -19,6 +19,10 @@ VISIBILITY_TIMEOUT_ENV = "SCRAPEFLOW_CELERY_VISIBILITY_TIMEOUT_SECONDS"
 # long (Redis broker). It must exceed the longest shard, or a shard still running is delivered
 # a second time: Celery's own default.
 DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 3600
+# How long the run side and the workers wait for a broker that went away (a Redis restart or
+# failover) before giving up on it, roughly: past this, a run fails as it did before.
+BROKER_OUTAGE_SECONDS = 300
+_RETRY_SLEEP_MAX_SECONDS = 5
 CELERY_QUEUE = "dagster"  # dagster-celery's default queue; workers listen on it
 
 
@@ -42,6 +46,14 @@ def celery_settings(*, visibility_timeout: int) -> dict[str, Any]:
     killed worker is delivered again, and the engine skips what that worker had finished (its
     status files say SUCCESS). One task at a time per worker process (`prefetch 1`), so a
     queued shard waits for an idle worker instead of one busy worker.
+
+    A broker restart (Redis with its append-only file on) loses no task: queued tasks and those
+    taken but not acknowledged are in the file; a worker keeps running its shard through the
+    outage (its Dagster events go to Postgres, not the broker), reconnects, and acknowledges the
+    shard once it can; the run side waits for the broker instead of failing the run
+    (`scaleout/test_broker_restart.py`). Without these settings the run side's first poll of a
+    result during the outage raised `ConnectionError` and failed the run, while its shards
+    went on running on the workers.
     """
     transport = {
         "visibility_timeout": visibility_timeout,
@@ -56,6 +68,25 @@ def celery_settings(*, visibility_timeout: int) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
+        # The run side polls each step's result in the backend (Redis) every second, and the
+        # worker stores it there when the step ends: both retry a lost connection (full-jitter
+        # backoff up to 5 s) for about BROKER_OUTAGE_SECONDS instead of raising at once.
+        "result_backend_always_retry": True,
+        "result_backend_max_sleep_between_retries_ms": _RETRY_SLEEP_MAX_SECONDS * 1000,
+        "result_backend_max_retries": 2 * BROKER_OUTAGE_SECONDS // _RETRY_SLEEP_MAX_SECONDS,
+        # A step submitted while the broker is away (a collect step after the last shard) is
+        # published again for about as long (kombu's default gives up after 3 tries, 0.4 s).
+        "task_publish_retry_policy": {
+            "max_retries": BROKER_OUTAGE_SECONDS // _RETRY_SLEEP_MAX_SECONDS,
+            "interval_start": 0,
+            "interval_step": 1,
+            "interval_max": _RETRY_SLEEP_MAX_SECONDS,
+        },
+        # Keep running a shard when the broker connection drops (Celery 6 will cancel it by
+        # default): the shard does not need the broker until it ends, its message stays unacked
+        # in Redis, and the worker acknowledges it after reconnecting. Cancelling would throw
+        # away the shard's progress and fail its step.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
     }
 
 

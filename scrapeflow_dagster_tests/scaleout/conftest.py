@@ -1,5 +1,6 @@
 """Fixtures of the scale-out tests: temp homes (SQLite, or a Postgres database of their own),
-the bundled site, tasks stored and added as partitions, and Redis for Celery."""
+the bundled site, tasks stored and added as partitions, and Redis for Celery (a database of the
+machine's Redis, or a redis-server of the test's own that it may kill: `redis_server`)."""
 
 import uuid
 import warnings
@@ -17,6 +18,7 @@ from scrapeflow_dagster_tests.scaleout.helpers import (
     service_missing,
 )
 from scrapeflow_dagster_tests.support.processes import init_dagster_home
+from scrapeflow_dagster_tests.support.redis import redis_server  # noqa: F401  (a fixture)
 
 for _category in (dg.BetaWarning, dg.PreviewWarning):  # the asset decorators' beta notices
     warnings.filterwarnings("ignore", category=_category)

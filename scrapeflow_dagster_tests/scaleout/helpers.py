@@ -1,17 +1,22 @@
 """What the scale-out tests share: the sharded code location run through the real `dagster`
 CLI, the steps a run's shards ran as, and the services (Postgres, Redis) they may need."""
 
+import json
 import os
 import subprocess
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster_tests.support.ledger import query
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 SHARDED_DEFS = "scrapeflow_dagster_tests.scaleout.sharded_defs"
 REQUIRE_SERVICES_ENV = "SCRAPEFLOW_REQUIRE_SERVICES"
@@ -93,6 +98,37 @@ def sync_duckdb(env: Mapping[str, str]) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def add_tasks(layout: DataLayout, home: Path, rows: list[tuple[str, str]]) -> list[str]:
+    """Store `(key, url)` rows as tasks and add them as partitions of `home`; returns the keys."""
+    keys = store_tasks(layout, rows)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        add_task_partitions(instance, keys)
+    return keys
+
+
+def started_pid(home: Path, step_key: str) -> int | None:
+    """The pid that started `step_key` in the newest run of `home`, None before that."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(limit=1)
+        return step_starts(instance, runs[0].run_id).get(step_key) if runs else None
+
+
+def succeeded(layout: DataLayout, keys: list[str]) -> set[str]:
+    """The keys whose status file says `scrape` succeeded."""
+    found = set()
+    for key in keys:
+        status = load_status(layout.status_dir, key)
+        if status is not None and status.get("scrape_status") == "SUCCESS":
+            found.add(key)
+    return found
+
+
+def flaky_requests(base_url: str, name: str) -> int:
+    """How many times the site was asked for `/flaky/{name}`."""
+    with urllib.request.urlopen(f"{base_url}/control/flaky/{name}", timeout=5) as response:
+        return int(json.loads(response.read())["requests"])
 
 
 def service_missing(what: str) -> None:

@@ -5,45 +5,36 @@ which completes the run: exactly the failed tasks end FAILED, the rest MATERIALI
 
 import json
 import subprocess
-import urllib.request
 from pathlib import Path
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
 from scrapeflow_dagster_tests.scaleout.helpers import (
     SHARDED_DEFS,
+    add_tasks,
+    flaky_requests,
     last_run,
     materialised_by_step,
+    started_pid,
     step_starts,
+    succeeded,
 )
 from scrapeflow_dagster_tests.scaleout.workers import celery_workers, kill_worker_of
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
 from scrapeflow_dagster_tests.support.processes import process_env, wait_until
 from scrapeflow_dagster_tests.support.sites import site_process
-from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 # A dead worker's shard goes back to the queue after this long: longer than a shard lasts here.
 VISIBILITY_SECONDS = 12
 SLOW = {"max_attempts": 2, "backoff_base_seconds": 0.01, "max_parallelism": 2}
-SLOW_CONFIG = json.dumps({"resources": {"scrape_settings": {"config": SLOW}}})
-
-
-def flaky_requests(base_url: str, name: str) -> int:
-    """How many times the site was asked for `/flaky/{name}`."""
-    with urllib.request.urlopen(f"{base_url}/control/flaky/{name}", timeout=5) as response:
-        return int(json.loads(response.read())["requests"])
-
-
-def add_tasks(layout: DataLayout, home: Path, rows: list[tuple[str, str]]) -> list[str]:
-    keys = store_tasks(layout, rows)
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        add_task_partitions(instance, keys)
-    return keys
+# Two shards even for this small run (the shipped minimum is far more tasks per shard).
+SHARDING = {"min_tasks_per_shard": 1}
+SLOW_CONFIG = json.dumps(
+    {"resources": {"scrape_settings": {"config": SLOW}, "shard_settings": {"config": SHARDING}}}
+)
 
 
 def worker_env(home: Path, layout: DataLayout, broker: str) -> dict[str, str]:
@@ -111,20 +102,3 @@ def test_two_workers_take_the_shards_and_a_killed_one_loses_nothing_it_finished(
     assert starts["scrape.scrape_shard[shard_1]"] != pid
     assert set(by_step["scrape.scrape_shard[shard_0]"]) == set(first_shard)
     assert set(by_step["scrape.scrape_shard[shard_1]"]) == set(sorted(keys)[30:]) - missing
-
-
-def started_pid(home: Path, step_key: str) -> int | None:
-    """The pid that started `step_key` in the newest run of `home`, None before that."""
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        runs = instance.get_runs(limit=1)
-        return step_starts(instance, runs[0].run_id).get(step_key) if runs else None
-
-
-def succeeded(layout: DataLayout, keys: list[str]) -> set[str]:
-    """The keys whose status file says `scrape` succeeded."""
-    found = set()
-    for key in keys:
-        status = load_status(layout.status_dir, key)
-        if status is not None and status.get("scrape_status") == "SUCCESS":
-            found.add(key)
-    return found
