@@ -4,25 +4,34 @@ import json
 import os
 import sys
 
+from scrapeflow_dagster.scaleout.sizing import one_shard_run
+
 DEFINITIONS_MODULE = "scrapeflow_dagster.definitions"
-# Set when the shipped assets are sharded (`defs.assets.sharding_requested`): shards are steps
-# that need processes (or Celery workers) of their own.
-SHARDING_ENV = ("SCRAPEFLOW_SHARDS", "SCRAPEFLOW_CELERY_BROKER")
+# Set when runs go to Celery workers (`scaleout.celery`): no in-process choice there.
+CELERY_BROKER_ENV = "SCRAPEFLOW_CELERY_BROKER"
 IN_PROCESS = {"config": {"in_process": {}}}
 
 
-def single_step_config(config_json: str | None, module: str = DEFINITIONS_MODULE) -> str | None:
-    """`config_json` with the in-process executor for a run of one unsharded executor asset.
+def single_step_config(
+    config_json: str | None, module: str = DEFINITIONS_MODULE, *, tasks: int | None = None
+) -> str | None:
+    """`config_json` with the in-process executor for a run of one shipped executor asset over
+    `tasks` tasks that is a single shard (unsharded, or too few tasks to split).
 
-    Such a run is one step: Dagster's default multiprocess executor would start (2-6 s) and stop
-    (1-2 s) a step process for it, about half of a small run (the demo's 305 tasks: 25-34 s ->
-    14-17 s per asset, measured on a loaded 2-core machine). Left as given for another module,
-    sharded assets, or a config that names its own `execution`.
+    Such a run is one engine pass: Dagster's default multiprocess executor would start (2-6 s)
+    and stop (1-2 s) a process per step for it, about half of a small run (the demo's 305
+    tasks: 25-34 s -> 14-17 s per asset, measured on a loaded 2-core machine). Left as given
+    for another module, runs of several shards (they need processes to run side by side),
+    Celery, or a config that names its own `execution`.
 
     Raises:
         ValueError: naming `config_json` when it is not a JSON object.
     """
-    if module != DEFINITIONS_MODULE or any(os.environ.get(name) for name in SHARDING_ENV):
+    if (
+        module != DEFINITIONS_MODULE
+        or os.environ.get(CELERY_BROKER_ENV)
+        or not one_shard_run(tasks)
+    ):
         return config_json
     config = json.loads(config_json) if config_json else {}
     if not isinstance(config, dict):
@@ -39,9 +48,11 @@ def materialize_range_command(
     *,
     module: str = DEFINITIONS_MODULE,
     config_json: str | None = None,
+    tasks: int | None = None,
 ) -> list[str]:
-    """`python -m dagster asset materialize` of `asset` over the partitions `first...last`, on
-    the in-process executor when that is the faster choice (`single_step_config`).
+    """`python -m dagster asset materialize` of `asset` over the partitions `first...last`
+    (`tasks` of them, when known), on the in-process executor when that is the faster choice
+    (`single_step_config`).
 
     Runs with this interpreter, so the command sees the same installed packages.
     """
@@ -58,7 +69,7 @@ def materialize_range_command(
         "--partition-range",
         f"{first}...{last}",
     ]
-    config_json = single_step_config(config_json, module)
+    config_json = single_step_config(config_json, module, tasks=tasks)
     if config_json is not None:
         command += ["--config-json", config_json]
     return command

@@ -32,13 +32,15 @@ def _wait_for(url: str, timeout_seconds: float = 15.0) -> None:
             time.sleep(0.1)
 
 
-def write_demo_tasks(path: Path, base_url: str, pages: int) -> None:
-    """A task file: mostly pages with a transient fault mix, plus a few permanent failures."""
+def write_demo_tasks(path: Path, base_url: str, pages: int) -> int:
+    """A task file: mostly pages with a transient fault mix, plus a few permanent failures.
+    Returns how many tasks it holds."""
     lines = ["key,url"]
     lines += [f"demo-{n:05d},{base_url}/mixed/{n}" for n in range(pages)]
     lines += [f"demo-missing-{n},{base_url}/status/404" for n in range(3)]
     lines += [f"demo-captcha-{n},{base_url}/captcha" for n in range(2)]
     path.write_text("\n".join(lines) + "\n")
+    return len(lines) - 1
 
 
 def run_demo(*, pages: int = 300, port: int = 8765) -> int:
@@ -63,7 +65,7 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
     try:
         _wait_for(f"{base_url}/health")
         tasks_file = layout.root / "demo-tasks.csv"
-        write_demo_tasks(tasks_file, base_url, pages)
+        total = write_demo_tasks(tasks_file, base_url, pages)
         print(f"== adding tasks from {tasks_file} (Dagster home {home})", flush=True)
         subprocess.run(
             [sys.executable, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)],
@@ -78,7 +80,7 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
             )
             started = time.monotonic()
             done = subprocess.run(
-                materialize_range_command(asset, first, last),
+                materialize_range_command(asset, first, last, tasks=total),
                 env=env,
                 capture_output=True,
                 text=True,

@@ -20,6 +20,7 @@ from bench.lib.homes import bench_env, make_home, temp_root
 from bench.lib.repo import REPO
 from bench.lib.report import print_table
 from bench.lib.site import Site
+from scrapeflow_dagster.instance import dagster_yaml
 from scrapeflow_dagster.scaleout.worker import start_worker
 
 BIN = Path(os.sys.executable).parent  # type: ignore[attr-defined]
@@ -88,7 +89,8 @@ def sqlite_run(
     """One run on a fresh embedded home and data dir."""
     home = make_home(root, f"home-{label}", ours=True)
     data = root / f"data-{label}"
-    extra = {"SCRAPEFLOW_SHARDS": str(shards)} if shards else {}
+    # The shipped location is sharded on a multi-core machine unless told 1 (unsharded).
+    extra = {"SCRAPEFLOW_SHARDS": str(shards or 1)}
     env = bench_env(home, data, extra)
     first, last = add_tasks(site, tasks, env, root)
     seconds, code, tail = materialize(module, first, last, env)
@@ -160,9 +162,8 @@ def celery_run(workers: int, site: Site, tasks: int, root: Path) -> Row | None:
         home = root / f"home-celery-{workers}"
         home.mkdir()
         url = f"postgresql+psycopg2://postgres@127.0.0.1:5432/{db}"
-        (home / "dagster.yaml").write_text(
-            f"telemetry:\n  enabled: false\nstorage:\n  postgres:\n    postgres_url: {url}\n"
-        )
+        # What `scrapeflow home init --postgres URL` writes: the batched Postgres event log.
+        (home / "dagster.yaml").write_text(dagster_yaml(home, postgres=url))
         data = root / f"data-celery-{workers}"
         env = bench_env(home, data, {"SCRAPEFLOW_SHARDS": "2", "SCRAPEFLOW_CELERY_BROKER": broker})
         first, last = add_tasks(site, tasks, env, root)

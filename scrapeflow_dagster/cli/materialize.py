@@ -108,9 +108,10 @@ def run_ranges(
     env = {**os.environ, DATA_DIR_ENV: data_dir}
     failed = 0
     for first, last in ranges:
-        size = common.plural(position[last] - position[first] + 1, "task")
+        count = position[last] - position[first] + 1
+        size = common.plural(count, "task")
         command = materialize_range_command(
-            asset, first, last, module=module, config_json=config_json
+            asset, first, last, module=module, config_json=config_json, tasks=count
         )
         if dry_run:
             print(f"{asset} {first}...{last} ({size}): would run {shlex.join(command)}")

@@ -1,9 +1,9 @@
 """The shipped executor assets: `scrape`, then `validation` and `pages` downstream of it.
 
-Sharded (`scaleout.sharded_asset`: each run's partitions split over several steps) when the
-deployment asks for it when the definitions load: `SCRAPEFLOW_SHARDS` (0 = one shard per core)
-or `SCRAPEFLOW_CELERY_BROKER` (steps on Celery workers) set. Unsharded otherwise: a sharded
-run has two more step processes (plan and collect), seconds that a small run feels.
+Sharded (`scaleout.sharded_asset`: each run's partitions split over several steps, so over
+several cores or, with `SCRAPEFLOW_CELERY_BROKER` set, Celery workers) when more than one shard
+is configured when the definitions load: `SCRAPEFLOW_SHARDS`, unset or 0 meaning one per core.
+Unsharded (one step per asset) with `SCRAPEFLOW_SHARDS=1` or on a one-core machine.
 """
 
 import os
@@ -18,14 +18,14 @@ from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.executors.validation import validation
 from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
 from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
-from scrapeflow_dagster.scaleout.shards import SHARDS_ENV
+from scrapeflow_dagster.scaleout.sizing import configured_shards
 
 AssetFactory = Callable[..., dg.AssetsDefinition]
 
 
 def sharding_requested() -> bool:
     """Whether this deployment shards its executor assets (see the module docstring)."""
-    return bool(os.environ.get(SHARDS_ENV) or os.environ.get(CELERY_BROKER_ENV))
+    return bool(os.environ.get(CELERY_BROKER_ENV)) or configured_shards() > 1
 
 
 def build_executor_assets(make: AssetFactory = executor_asset) -> list[dg.AssetsDefinition]:

@@ -17,15 +17,18 @@ from scrapeflow_dagster.defs.schedules import build_refresh_schedule
 from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
 from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
+from scrapeflow_dagster.scaleout.shards import shard_resources
 
 
 def default_resources() -> dict[str, Any]:
-    """The resources every executor asset, sensor and schedule uses (env wired via EnvVar)."""
+    """The resources every executor asset, sensor and schedule uses (env wired via EnvVar),
+    and those sharded executor assets add (`scaleout.shards.shard_resources`)."""
     return {
         "scrape_settings": ScrapeSettingsResource(),
         "status_store": StatusStoreResource(),
         "proxy_provider": proxy_resource_from_env(),
         "automation_settings": automation_settings_from_env(),
+        **shard_resources(),
     }
 
 
@@ -36,7 +39,8 @@ def scrapeflow_definitions(
     assets: Sequence[dg.AssetsDefinition] = (),
     executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
-    """Definitions for a chain of executor assets (built with `executor_asset`).
+    """Definitions for a chain of executor assets (built with `executor_asset` or
+    `sharded_executor_asset`).
 
     Args:
         executor_assets: upstream first; the first one fetches (e.g. the shipped

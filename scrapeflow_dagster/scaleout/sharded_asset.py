@@ -42,8 +42,10 @@ from scrapeflow_dagster.engine.executor import Executor, executor_name
 from scrapeflow_dagster.engine.run.step import StepReport
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
+    SHARD_REPORTS_DIR,
     ShardPlan,
     ShardSettingsResource,
+    remove_shard_reports,
     split_keys,
 )
 
@@ -127,8 +129,9 @@ def sharded_executor_asset(
         context: dg.OpExecutionContext, config: StepConfig, shard_settings: ShardSettingsResource
     ) -> Iterator[dg.DynamicOutput[ShardPlan]]:
         """Split the run's partitions into disjoint shards, one step each."""
-        slices = split_keys(context.partition_keys, shard_settings.shard_count())
-        context.log.info(f"{len(context.partition_keys)} tasks in {len(slices)} shards")
+        keys = context.partition_keys
+        slices = split_keys(keys, shard_settings.shard_count(len(keys)))
+        context.log.info(f"{len(keys)} tasks in {len(slices)} shards")
         for index, keys in enumerate(slices):
             shard_plan = ShardPlan(
                 index, len(slices), keys, config.force, config.refresh_older_than_seconds
@@ -175,11 +178,23 @@ def sharded_executor_asset(
             check_output: dg.Out(is_required=False),
         },
     )
-    def collect(context: dg.AssetExecutionContext, reports: list[StepReport]) -> Iterator[Any]:
+    def collect(
+        context: dg.AssetExecutionContext,
+        reports: list[StepReport],
+        status_store: StatusStoreResource,
+    ) -> Iterator[Any]:
         """The check over the whole run; fails the run when any task failed."""
         report = merge_reports(asset_name, reports)
         yield check_result(report)
         failed = report.failed
+        if not failed:
+            # Nothing reads this run's plans and reports again (a re-execution from failure
+            # would, so a failed run keeps them for a while).
+            remove_shard_reports(
+                status_store.layout().root / SHARD_REPORTS_DIR,
+                context.run_id,
+                [f"{asset_name}_plan", f"{asset_name}_shard"],
+            )
         if failed:
             ordered = sorted(failed)
             sample = ", ".join(ordered[:5])

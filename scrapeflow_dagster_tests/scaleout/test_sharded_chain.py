@@ -39,7 +39,7 @@ def run(
     resources = {
         **run_resources(layout.root, max_attempts=1),
         **shard_resources(data_dir=str(layout.root)),
-        "shard_settings": ShardSettingsResource(shards=2),
+        "shard_settings": ShardSettingsResource(shards=2, min_tasks_per_shard=1),
     }
     return dg.materialize(
         selection,

@@ -27,8 +27,12 @@ from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 TASKS = 200
 # Fast retries: a task that keeps failing is tried twice, 10 ms apart.
+# Two shards even for this small run (the shipped minimum is far more tasks per shard).
 FAST = {
-    "resources": {"scrape_settings": {"config": {"max_attempts": 2, "backoff_base_seconds": 0.01}}}
+    "resources": {
+        "scrape_settings": {"config": {"max_attempts": 2, "backoff_base_seconds": 0.01}},
+        "shard_settings": {"config": {"min_tasks_per_shard": 1}},
+    }
 }
 
 
