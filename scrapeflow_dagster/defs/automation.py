@@ -9,10 +9,15 @@ from typing import Any
 
 import dagster as dg
 
+from scrapeflow_dagster.engine.retry.ranges import split_ranges
+
 # Deployment setting, read when the definitions load: how often the daemon may tick each
 # sensor (Dagster needs it at definition time, so it cannot be a resource field).
 INTERVAL_ENV = "SCRAPEFLOW_SENSOR_INTERVAL_SECONDS"
 MAX_RUNS_PER_TICK = 10
+# A run costs seconds to start (process, code location, Dagster events) whatever its size: a
+# due set is cut into several runs only where each still gets at least this many tasks.
+MIN_PARTITIONS_PER_SPLIT_RUN = 500
 
 
 def interval_seconds(default_seconds: int) -> int:
@@ -89,3 +94,31 @@ def range_run_request(
 def run_exists(instance: dg.DagsterInstance, run_key: str) -> bool:
     """Whether a run was created for `run_key` (the daemon tags each run with its run key)."""
     return bool(instance.get_run_ids(filters=dg.RunsFilter(tags={RUN_KEY_TAG: run_key}), limit=1))
+
+
+def max_concurrent_runs(instance: dg.DagsterInstance) -> int | None:
+    """How many runs the instance's run queue starts at a time (`run_queue:
+    max_concurrent_runs` in dagster.yaml); None when no limit is known (runs launched at once,
+    as by an ephemeral instance, or a limit of -1) or the queue is paused (0)."""
+    queue = instance.get_concurrency_config().run_queue_config
+    if queue is None or queue.max_concurrent_runs < 1:
+        return None
+    return queue.max_concurrent_runs
+
+
+def spread_ranges(
+    instance: dg.DagsterInstance, ordered: Sequence[str], ranges: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """`ranges` cut into as many runs as the instance's run queue starts at a time (at least
+    MIN_PARTITIONS_PER_SPLIT_RUN tasks each), so one large due set keeps every run slot busy.
+
+    Runs already queued or running are not counted: the cut would then change from one
+    evaluation to the next and so would the run keys, launching the same tasks twice; the
+    queue holds the extra runs until a slot frees.
+    """
+    return split_ranges(
+        ordered,
+        ranges,
+        max_runs=max_concurrent_runs(instance),
+        min_partitions_per_run=MIN_PARTITIONS_PER_SPLIT_RUN,
+    )

@@ -10,6 +10,7 @@ from scrapeflow_dagster.defs.automation import (
     interval_seconds,
     range_run_request,
     run_exists,
+    spread_ranges,
 )
 from scrapeflow_dagster.defs.partitions import (
     TASKS_PARTITIONS_NAME,
@@ -27,15 +28,16 @@ MAX_PARENTS_PER_TICK = 20_000
 
 
 def frontier_run_requests(
-    chain: ExecutorChain, batch: FrontierBatch, ordered: Sequence[str]
+    instance: dg.DagsterInstance, chain: ExecutorChain, batch: FrontierBatch, ordered: Sequence[str]
 ) -> list[dg.RunRequest]:
-    """Runs of the whole chain over the batch's keys (in partition order, few ranges).
+    """Runs of the whole chain over the batch's keys (in partition order, few ranges; a large
+    range cut into as many runs as the instance's run queue starts at a time).
 
     The run keys depend only on the batch id and its ranges, which do not move once its keys
-    are partitions (partitions are only appended): a killed tick asks for the same runs again
-    and the daemon launches each run key once.
+    are partitions (partitions are only appended), and on the queue's limit: a killed tick
+    asks for the same runs again and the daemon launches each run key once.
     """
-    ranges = plan_ranges(ordered, batch.keys, passable=set())
+    ranges = spread_ranges(instance, ordered, plan_ranges(ordered, batch.keys, passable=set()))
     return [
         range_run_request(chain.keys, first, last, reason="frontier", fingerprint=batch.id)
         for first, last in ranges
@@ -107,7 +109,7 @@ def build_frontier_sensor(
                 break
             add_task_partitions(instance, batch.keys)
             ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
-            requests = frontier_run_requests(chain, batch, ordered)
+            requests = frontier_run_requests(instance, chain, batch, ordered)
             if all(run_exists(instance, r.run_key or "") for r in requests):
                 finish_batch(layout, batch.id)
             else:

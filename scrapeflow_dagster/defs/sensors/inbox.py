@@ -9,6 +9,7 @@ from scrapeflow_dagster.defs.automation import (
     interval_seconds,
     range_run_request,
     run_exists,
+    spread_ranges,
 )
 from scrapeflow_dagster.defs.partitions import (
     TASKS_PARTITIONS_NAME,
@@ -36,12 +37,13 @@ def plan_first_runs(
 ) -> list[tuple[str, str]]:
     """Ranges over those of `keys` whose `root` step never ran (not materialised, failed or in
     progress): a file dropped again asks for nothing new, and failures are the retry
-    sensor's."""
+    sensor's. A large range is cut into as many runs as the instance's run queue starts at a
+    time; the ranges are written down with the batch, so its run keys never change."""
     ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
     found = instance.get_status_by_partition(root, ordered, tasks_partitions_def) or {}
     never_ran = [key for key in keys if found.get(key) is None]
     materialized = {k for k, s in found.items() if s == dg.AssetPartitionStatus.MATERIALIZED}
-    return plan_ranges(ordered, never_ran, passable=materialized)
+    return spread_ranges(instance, ordered, plan_ranges(ordered, never_ran, passable=materialized))
 
 
 def inbox_run_requests(chain: ExecutorChain, batch: Batch) -> list[dg.RunRequest]:

@@ -1,5 +1,6 @@
 """The retry sensor: failed partitions due again, downstream steps whose upstream succeeded,
-re-fetches after block pages, grouped into few range runs."""
+re-fetches after block pages, grouped into few range runs (a large one cut to fill the run
+queue)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from scrapeflow_dagster.defs.automation import (
     ExecutorChain,
     interval_seconds,
     range_run_request,
+    spread_ranges,
 )
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
 from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
@@ -31,7 +33,8 @@ def plan_catch_up(
 ) -> "CatchUpPlan":
     """What to run for `asset`: failed partitions due for a retry, partitions whose upstream
     steps are materialised while this one is missing, and tasks whose block page calls for a
-    forced re-fetch by the root (fetching) asset."""
+    forced re-fetch by the root (fetching) asset; a large range is cut into as many runs as
+    the instance's run queue starts at a time."""
     ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
     # None (not an empty mapping) for an asset that never ran or was never planned.
     statuses = instance.get_status_by_partition(asset.key, ordered, tasks_partitions_def) or {}
@@ -72,10 +75,16 @@ def plan_catch_up(
     if due:
         passable.update(due)
     return CatchUpPlan(
-        ranges=plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK],
+        ranges=spread_ranges(
+            instance, ordered, plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK]
+        ),
         fingerprint="|".join(fingerprint),
         # Forced runs re-fetch every key of their range: no gaps swept in.
-        refetch_ranges=plan_ranges(ordered, refetch, passable=set(), max_gap=0)[:MAX_RUNS_PER_TICK],
+        refetch_ranges=spread_ranges(
+            instance,
+            ordered,
+            plan_ranges(ordered, refetch, passable=set(), max_gap=0)[:MAX_RUNS_PER_TICK],
+        ),
         refetch_fingerprint="|".join(refetch),
     )
 
