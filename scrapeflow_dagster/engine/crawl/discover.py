@@ -36,7 +36,7 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import FrontierRow, Ledger
 from scrapeflow_dagster.engine.polite.robots import RobotsRules, cached_rules
 from scrapeflow_dagster.engine.settings import ScrapeSettings
-from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.files import load_status, stored_keys
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import CrawlSettings, crawl_settings
 from scrapeflow_dagster.engine.state.schema import (
@@ -241,6 +241,8 @@ def _plan(
     sizes = journal.crawl_sizes(layout)
     batch = journal.FrontierBatch(id=journal.new_batch_id(), parents=[p.key for p in parents])
     stamp = now.isoformat()
+    # Pages of a site repeat links (menus, footers): each is canonicalised and hashed once.
+    identities: dict[object, LinkIdentity | None] = {}
     for parent in parents:
         rules = Rules.of(parent.settings)
         crawl = parent.crawl
@@ -250,7 +252,12 @@ def _plan(
             parent.settings, depth=child_depth, parent=parent.key, crawl=crawl
         ).as_params()
         for raw in parent.links:
-            link = identify(raw)
+            try:
+                link = identities[raw]
+            except KeyError:
+                link = identities[raw] = identify(raw)
+            except TypeError:  # not hashable: not a URL either
+                link = None
             row: dict[str, Any] = {
                 "crawl": crawl,
                 "parent": parent.key,
@@ -288,7 +295,9 @@ def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> 
         TaskSpec(child["key"], child["params"], path, line)
         for line, child in enumerate(batch.children, start=1)
     ]
-    report = add_tasks(layout, specs, ledger=ledger)
+    # One listing of the status folder rather than a lookup per new task; a key another
+    # process stores after it is still never overwritten (`add_tasks` only creates files).
+    report = add_tasks(layout, specs, ledger=ledger, stored_keys=stored_keys(layout.status_dir))
     stored = set(report.keys)
     crawl_of = {child["key"]: child["params"]["crawl"] for child in batch.children}
     stamps: dict[str, datetime] = {}  # a batch's rows share one time: parsed once

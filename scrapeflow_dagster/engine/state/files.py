@@ -9,7 +9,11 @@ import orjson
 from pydantic import ValidationError
 
 from scrapeflow_dagster.engine.errors import StatusFileError
-from scrapeflow_dagster.engine.state.atomic import write_json_atomic
+from scrapeflow_dagster.engine.state.atomic import (
+    create_bytes_atomic,
+    json_bytes,
+    write_json_atomic,
+)
 from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, StatusData, StatusModel
 
 logger = logging.getLogger(__name__)
@@ -67,6 +71,31 @@ def load_status(directory: Path, key: str) -> StatusData | None:
 def write_status(directory: Path, key: str, status: StatusData) -> None:
     """Write the status of `key` atomically (temp file, then rename)."""
     write_json_atomic(os.path.join(directory, key + STATUS_SUFFIX), status)
+
+
+def create_status(directory: Path, key: str, status: StatusData) -> bool:
+    """Write the first status of `key` atomically, unless it has one (even one that another
+    process wrote a moment ago: that one is left untouched).
+
+    Returns:
+        True when written, False when `key` already had a status file.
+    """
+    return create_bytes_atomic(os.path.join(directory, key + STATUS_SUFFIX), json_bytes(status))
+
+
+def stored_keys(directory: Path) -> set[str]:
+    """The keys that have a status file in `directory` (one listing; empty when missing)."""
+    try:
+        entries = os.scandir(directory)
+    except FileNotFoundError:
+        return set()
+    cut = len(STATUS_SUFFIX)
+    with entries:
+        return {
+            name[:-cut]
+            for name in (entry.name for entry in entries)
+            if name.endswith(STATUS_SUFFIX) and not name.startswith(".")
+        }
 
 
 def iter_status_files(directory: Path) -> Iterator[Path]:

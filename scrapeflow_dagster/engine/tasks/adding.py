@@ -2,14 +2,15 @@
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
-from scrapeflow_dagster.engine.state.files import load_status, write_status
+from scrapeflow_dagster.engine.state.files import create_status, load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, new_status, utc_now
+from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, StatusData, new_status, utc_now
 from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec
 
 
@@ -23,11 +24,27 @@ class AddReport:
     errors: list[LineError] = field(default_factory=list)
 
 
-def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> AddReport:
+def add_tasks(
+    layout: DataLayout,
+    items: Iterable[Item],
+    *,
+    ledger: Ledger,
+    stored_keys: Container[str] | None = None,
+) -> AddReport:
     """Store the params of every valid task and collect the keys to add as partitions.
 
     A key already stored with other params is refused (the stored params win: nothing that
-    was recorded is lost); the same key with the same params is simply known already.
+    was recorded is lost); the same key with the same params is simply known already. A
+    status file is only ever created, never overwritten: a key that another process stores
+    at the same moment is judged as if it had been stored before.
+
+    Args:
+        layout: the data dir.
+        items: tasks, and the errors of lines that were not tasks.
+        ledger: where new tasks are recorded for DuckDB.
+        stored_keys: the keys that had a status file when the caller listed the folder
+            (`state.files.stored_keys`); a key outside it is created without a lookup first.
+            Default: every key is looked up (cheaper for a few tasks in a big folder).
     """
     layout.ensure()
     status_dir = layout.status_dir  # a property that builds a Path: once, not per task
@@ -38,9 +55,7 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
         if isinstance(item, LineError):
             report.errors.append(item)
             continue
-        if item.legacy_key is not None and os.path.exists(
-            os.path.join(status_dir, item.legacy_key + STATUS_SUFFIX)
-        ):
+        if item.legacy_key is not None and _is_stored(status_dir, item.legacy_key, stored_keys):
             # Stored before keys became readable: it keeps its key (stored keys never change).
             item = dataclasses.replace(item, key=item.legacy_key, legacy_key=None)
         first = seen.get(item.key)
@@ -48,8 +63,9 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
             if first.params != item.params:
                 report.errors.append(_conflict(item, f"{first.path}:{first.line}"))
             continue
+        listed = stored_keys is None or item.key in stored_keys
         try:
-            stored = load_status(status_dir, item.key)
+            stored = _store(status_dir, item, look_first=listed)
         except StatusFileError as exc:
             report.errors.append(LineError(item.path, item.line, str(exc)))
             continue
@@ -61,7 +77,6 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
         if stored is not None:
             report.unchanged += 1
             continue
-        write_status(status_dir, item.key, new_status(item.key, item.params))
         ledger.record_task(
             TaskRow(
                 key=item.key,
@@ -73,6 +88,30 @@ def add_tasks(layout: DataLayout, items: Iterable[Item], *, ledger: Ledger) -> A
         )
         report.new += 1
     return report
+
+
+def _is_stored(status_dir: Path, key: str, stored_keys: Container[str] | None) -> bool:
+    if stored_keys is not None:
+        return key in stored_keys
+    return os.path.exists(os.path.join(status_dir, key + STATUS_SUFFIX))
+
+
+def _store(status_dir: Path, item: TaskSpec, *, look_first: bool) -> StatusData | None:
+    """The status `item.key` already had, or None when its first status was written now.
+
+    Raises:
+        StatusFileError: when the stored status is corrupt or foreign, or vanished.
+    """
+    stored = load_status(status_dir, item.key) if look_first else None
+    if stored is not None:
+        return stored
+    if create_status(status_dir, item.key, new_status(item.key, item.params)):
+        return None
+    # Another process stored it since we looked (or since the caller listed the folder).
+    stored = load_status(status_dir, item.key)
+    if stored is None:
+        raise StatusFileError(f"the status file of {item.key!r} was deleted while it was added")
+    return stored
 
 
 def _conflict(item: TaskSpec, where: str) -> LineError:

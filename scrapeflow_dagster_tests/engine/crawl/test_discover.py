@@ -213,3 +213,28 @@ def test_discovery_while_a_user_holds_duckdb_loses_no_row(
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
         ledger.sync()
     assert [r["outcome"] for r in frontier(layout)] == ["added"] * 3
+
+
+def test_a_child_another_adder_stored_before_the_batch_is_applied_stays_theirs(
+    layout: DataLayout,
+) -> None:
+    root = seed(layout, SEED, max_depth=2)
+    url = "http://shop.example.com/graph/1"
+    child = request_key(url)
+    row = {"crawl": root, "parent": root, "depth": 1, "discovered_at": "2026-01-01T00:00:00"}
+    save_batch(  # planned by a discovery killed before it stored anything
+        layout,
+        FrontierBatch(
+            id="00000000000000000001-1",
+            parents=[root],
+            children=[{"key": child, "params": {"url": url, "depth": 1, "crawl": root}}],
+            rows=[{**row, "url": url, "child": child, "outcome": "added"}],
+        ),
+    )
+    seed(layout, url, key=child, note="the inbox's")  # meanwhile, under the same key
+    before = (layout.status_dir / f"{child}.status.json").read_bytes()
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        found = discover(layout, [root], ledger=ledger)
+    assert found.batch is None
+    assert (layout.status_dir / f"{child}.status.json").read_bytes() == before
+    assert [r["outcome"] for r in frontier(layout)] == ["known"]

@@ -10,6 +10,7 @@ from scrapeflow_dagster.engine.errors import InvalidTaskError
 from scrapeflow_dagster.engine.executor import execute_async
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.scrape import scrape
+from scrapeflow_dagster.engine.state.files import stored_keys
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status, write_status
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
@@ -373,3 +374,35 @@ def test_add_tasks_leaves_existing_status_files_untouched(tmp_path: Path) -> Non
     assert "from its status file" in by_line[2]
     assert "broken.status.json" in by_line[3]
     assert {p.name: p.read_bytes() for p in layout.status_dir.iterdir()} == before
+
+
+def test_a_key_stored_by_another_process_after_the_listing_is_not_overwritten(
+    tmp_path: Path,
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    listed = stored_keys(layout.status_dir)  # what discovery lists before it adds
+    # Meanwhile another adder (the inbox sensor, `scrapeflow crawl`) stores two of the keys.
+    theirs = {"name": "k", "params": {"url": "http://example.com/theirs"}}
+    write_status(layout.status_dir, "k", theirs)
+    write_status(layout.status_dir, "same", {"name": "same", "params": {"url": "http://e.com/s"}})
+    path = write_jsonl(
+        tmp_path / "tasks.jsonl",
+        [
+            {"url": "http://example.com/ours", "key": "k"},
+            {"url": "http://e.com/s", "key": "same"},
+            {"url": "http://example.com/new", "key": "new"},
+        ],
+    )
+
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        report = add_tasks(layout, read_task_file(path), ledger=ledger, stored_keys=listed)
+
+    assert report.keys == ["same", "new"]
+    assert (report.new, report.unchanged) == (1, 1)
+    assert "already has different params" in errors_by_line(report.errors)[1]
+    assert load_status(layout.status_dir, "k") == theirs
+    assert sorted(p.name for p in layout.status_dir.iterdir()) == [
+        "k.status.json",
+        "new.status.json",
+        "same.status.json",
+    ]
