@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from scrapeflow_dagster.engine.retry.ranges import split_ranges
+from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 # Deployment setting, read when the definitions load: how often the daemon may tick each
 # sensor (Dagster needs it at definition time, so it cannot be a resource field).
@@ -18,6 +19,7 @@ MAX_RUNS_PER_TICK = 10
 # A run costs seconds to start (process, code location, Dagster events) whatever its size: a
 # due set is cut into several runs only where each still gets at least this many tasks.
 MIN_PARTITIONS_PER_SPLIT_RUN = 500
+IN_PROCESS_EXECUTION = {"execution": {"config": {"in_process": {}}}}
 
 
 def interval_seconds(default_seconds: int) -> int:
@@ -28,18 +30,25 @@ def interval_seconds(default_seconds: int) -> int:
 
 @dataclass(frozen=True)
 class ExecutorChain:
-    """The executor assets in dependency order, with what each one requires."""
+    """The executor assets in dependency order, with what each one requires.
+
+    `in_process_small_runs`: the code location runs on Dagster's default executor, so a run
+    that is one shard may ask for its in-process mode (see `run_config`).
+    """
 
     assets: tuple[dg.AssetsDefinition, ...]
+    in_process_small_runs: bool = False
 
     @classmethod
-    def of(cls, assets: Sequence[dg.AssetsDefinition]) -> "ExecutorChain":
+    def of(
+        cls, assets: Sequence[dg.AssetsDefinition], *, in_process_small_runs: bool = False
+    ) -> "ExecutorChain":
         """The chain of `assets` (listed upstream first, as `executor_asset` builds them).
 
         Raises:
             ValueError: when the first asset requires another one (it must fetch).
         """
-        chain = cls(tuple(assets))
+        chain = cls(tuple(assets), in_process_small_runs)
         if not chain.assets or chain.requires(chain.assets[0]):
             raise ValueError("the first executor asset must need no other (e.g. scrape)")
         return chain
@@ -58,6 +67,16 @@ class ExecutorChain:
     def requires(asset: dg.AssetsDefinition) -> list[dg.AssetKey]:
         """The executor assets `asset` needs to have succeeded first."""
         return [dep.asset_key for spec in asset.specs for dep in spec.deps]
+
+    def run_config(self, tasks: int, run_config: Mapping[str, Any] | None = None) -> dict:
+        """`run_config` for a run over `tasks` tasks, with Dagster's in-process executor when
+        the run is one shard (`scaleout.sizing.one_shard_run`) and the chain may: its steps
+        follow one another anyway, and the multiprocess executor would start a process per
+        step (2-6 s each; a sharded asset has three), more than a small run's work."""
+        config = dict(run_config or {})
+        if self.in_process_small_runs and one_shard_run(tasks):
+            config.update(IN_PROCESS_EXECUTION)
+        return config
 
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -89,6 +108,12 @@ def range_run_request(
         run_config=dict(run_config or {}),
         tags={RANGE_START_TAG: first, RANGE_END_TAG: last, "scrapeflow/reason": reason},
     )
+
+
+def range_sizes(ordered: Sequence[str], ranges: Sequence[tuple[str, str]]) -> list[int]:
+    """How many partitions each `(first, last)` range of the ordered partitions spans."""
+    position = {key: index for index, key in enumerate(ordered)}
+    return [position[last] - position[first] + 1 for first, last in ranges]
 
 
 def run_exists(instance: dg.DagsterInstance, run_key: str) -> bool:

@@ -1,6 +1,7 @@
 """`scrapeflow_definitions`: the whole code location from a list of executor assets, so the
 sensors, the schedule and the checks cover the executors you add."""
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from scrapeflow_dagster.defs.schedules import build_refresh_schedule
 from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
 from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
+from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
 from scrapeflow_dagster.scaleout.shards import shard_resources
 
 
@@ -55,21 +57,29 @@ def scrapeflow_definitions(
         executor: the runs' executor (None: Dagster's default, one process per step on this
             machine; `scaleout.celery.executor_from_env()` for Celery workers).
     """
+    # On Dagster's default executor a run may pick its in-process mode (small runs); another
+    # executor (Celery, yours) may not know that config.
+    local = executor is None and not os.environ.get(CELERY_BROKER_ENV)
     return dg.Definitions(
         assets=[*executor_assets, crawl_report, *assets],
         sensors=[
-            build_inbox_sensor(executor_assets),
-            build_retry_sensor(executor_assets),
-            *_frontier_sensors(executor_assets),
+            build_inbox_sensor(executor_assets, in_process_small_runs=local),
+            build_retry_sensor(executor_assets, in_process_small_runs=local),
+            *_frontier_sensors(executor_assets, local),
         ],
-        schedules=[build_refresh_schedule(executor_assets), crawl_report_schedule],
+        schedules=[
+            build_refresh_schedule(executor_assets, in_process_small_runs=local),
+            crawl_report_schedule,
+        ],
         resources={**default_resources(), **(resources or {})},
         executor=executor,
     )
 
 
-def _frontier_sensors(executor_assets: Sequence[dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
+def _frontier_sensors(
+    executor_assets: Sequence[dg.AssetsDefinition], in_process_small_runs: bool
+) -> list[dg.SensorDefinition]:
     # Crawling needs the asset whose output lists links; a chain without it has nothing to crawl.
     if dg.AssetKey("pages") not in [asset.key for asset in executor_assets]:
         return []
-    return [build_frontier_sensor(executor_assets)]
+    return [build_frontier_sensor(executor_assets, in_process_small_runs=in_process_small_runs)]

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import ExecutorChain, range_run_request
+from scrapeflow_dagster.defs.automation import ExecutorChain, range_run_request, range_sizes
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
@@ -37,10 +37,12 @@ def stale_keys(
 
 
 def build_refresh_schedule(
-    executor_assets: Sequence[dg.AssetsDefinition],
+    executor_assets: Sequence[dg.AssetsDefinition], *, in_process_small_runs: bool = False
 ) -> dg.ScheduleDefinition:
-    """The refresh schedule of the chain's fetching asset (the first of `executor_assets`)."""
-    root = ExecutorChain.of(executor_assets).root
+    """The refresh schedule of the chain's fetching asset (the first of `executor_assets`).
+    `in_process_small_runs`: see `ExecutorChain`."""
+    chain = ExecutorChain.of(executor_assets, in_process_small_runs=in_process_small_runs)
+    root = chain.root
     root_name = root.to_user_string()
 
     @dg.schedule(
@@ -71,9 +73,14 @@ def build_refresh_schedule(
         stamp = execution.isoformat() if execution else ""
         return [
             range_run_request(
-                root, first, last, reason="refresh", fingerprint=stamp, run_config=config
+                root,
+                first,
+                last,
+                reason="refresh",
+                fingerprint=stamp,
+                run_config=chain.run_config(tasks, config),
             )
-            for first, last in ranges
+            for (first, last), tasks in zip(ranges, range_sizes(ordered, ranges), strict=True)
         ]
 
     return refresh_schedule

@@ -9,6 +9,7 @@ from scrapeflow_dagster.defs.automation import (
     ExecutorChain,
     interval_seconds,
     range_run_request,
+    range_sizes,
     run_exists,
     spread_ranges,
 )
@@ -39,21 +40,32 @@ def frontier_run_requests(
     """
     ranges = spread_ranges(instance, ordered, plan_ranges(ordered, batch.keys, passable=set()))
     return [
-        range_run_request(chain.keys, first, last, reason="frontier", fingerprint=batch.id)
-        for first, last in ranges
+        range_run_request(
+            chain.keys,
+            first,
+            last,
+            reason="frontier",
+            fingerprint=batch.id,
+            run_config=chain.run_config(tasks),
+        )
+        for (first, last), tasks in zip(ranges, range_sizes(ordered, ranges), strict=True)
     ]
 
 
 def build_frontier_sensor(
-    executor_assets: Sequence[dg.AssetsDefinition], *, links_asset: str = "pages"
+    executor_assets: Sequence[dg.AssetsDefinition],
+    *,
+    links_asset: str = "pages",
+    in_process_small_runs: bool = False,
 ) -> dg.SensorDefinition:
     """The frontier sensor over `executor_assets` (upstream first; `links_asset` is the one
-    whose output lists a page's `links`, the shipped `pages`).
+    whose output lists a page's `links`, the shipped `pages`). `in_process_small_runs`: see
+    `ExecutorChain`.
 
     Raises:
         ValueError: when no asset of the chain is named `links_asset`.
     """
-    chain = ExecutorChain.of(executor_assets)
+    chain = ExecutorChain.of(executor_assets, in_process_small_runs=in_process_small_runs)
     links_key = dg.AssetKey(links_asset)
     if links_key not in chain.keys:
         raise ValueError(f"no executor asset {links_asset!r} among {chain.keys}")

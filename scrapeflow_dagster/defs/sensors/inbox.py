@@ -8,6 +8,7 @@ from scrapeflow_dagster.defs.automation import (
     ExecutorChain,
     interval_seconds,
     range_run_request,
+    range_sizes,
     run_exists,
     spread_ranges,
 )
@@ -46,8 +47,11 @@ def plan_first_runs(
     return spread_ranges(instance, ordered, plan_ranges(ordered, never_ran, passable=materialized))
 
 
-def inbox_run_requests(chain: ExecutorChain, batch: Batch) -> list[dg.RunRequest]:
-    """The runs a batch asks for: every executor asset, in order, over each of its ranges.
+def inbox_run_requests(
+    chain: ExecutorChain, batch: Batch, ordered: Sequence[str]
+) -> list[dg.RunRequest]:
+    """The runs a batch asks for: every executor asset, in order, over each of its ranges
+    (of the `ordered` partitions).
 
     The run keys depend only on the batch, so asking again after a killed tick never
     launches a run twice (the daemon launches a run key once).
@@ -59,14 +63,20 @@ def inbox_run_requests(chain: ExecutorChain, batch: Batch) -> list[dg.RunRequest
             last,
             reason="inbox",
             fingerprint=f"{batch.digest}:{batch.accepted_at}",
+            run_config=chain.run_config(tasks),
         )
-        for first, last in batch.ranges
+        for (first, last), tasks in zip(
+            batch.ranges, range_sizes(ordered, batch.ranges), strict=True
+        )
     ]
 
 
-def build_inbox_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.SensorDefinition:
-    """The inbox sensor over `executor_assets` (upstream first; the first one fetches)."""
-    chain = ExecutorChain.of(executor_assets)
+def build_inbox_sensor(
+    executor_assets: Sequence[dg.AssetsDefinition], *, in_process_small_runs: bool = False
+) -> dg.SensorDefinition:
+    """The inbox sensor over `executor_assets` (upstream first; the first one fetches).
+    `in_process_small_runs`: see `ExecutorChain`."""
+    chain = ExecutorChain.of(executor_assets, in_process_small_runs=in_process_small_runs)
 
     @dg.sensor(
         name="inbox_sensor",
@@ -104,8 +114,10 @@ def build_inbox_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.Sen
                     f"refused, {len(batch.ranges)} runs; moved to done/{batch.stored_as}"
                 )
         runs: list[dg.RunRequest] = []
-        for batch in pending_batches(layout):
-            requests = inbox_run_requests(chain, batch)
+        batches = pending_batches(layout)
+        ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME) if batches else []
+        for batch in batches:
+            requests = inbox_run_requests(chain, batch, ordered)
             if all(run_exists(instance, r.run_key or "") for r in requests):
                 finish_batch(layout, batch)
             else:

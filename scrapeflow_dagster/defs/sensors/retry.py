@@ -13,6 +13,7 @@ from scrapeflow_dagster.defs.automation import (
     ExecutorChain,
     interval_seconds,
     range_run_request,
+    range_sizes,
     spread_ranges,
 )
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
@@ -74,18 +75,22 @@ def plan_catch_up(
             fingerprint.append(f"{key}:m")
     if due:
         passable.update(due)
+    ranges = spread_ranges(
+        instance, ordered, plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK]
+    )
+    # Forced runs re-fetch every key of their range: no gaps swept in.
+    refetch_ranges = spread_ranges(
+        instance,
+        ordered,
+        plan_ranges(ordered, refetch, passable=set(), max_gap=0)[:MAX_RUNS_PER_TICK],
+    )
     return CatchUpPlan(
-        ranges=spread_ranges(
-            instance, ordered, plan_ranges(ordered, due, passable=passable)[:MAX_RUNS_PER_TICK]
-        ),
+        ranges=ranges,
         fingerprint="|".join(fingerprint),
-        # Forced runs re-fetch every key of their range: no gaps swept in.
-        refetch_ranges=spread_ranges(
-            instance,
-            ordered,
-            plan_ranges(ordered, refetch, passable=set(), max_gap=0)[:MAX_RUNS_PER_TICK],
-        ),
+        refetch_ranges=refetch_ranges,
         refetch_fingerprint="|".join(refetch),
+        sizes=range_sizes(ordered, ranges),
+        refetch_sizes=range_sizes(ordered, refetch_ranges),
     )
 
 
@@ -97,11 +102,16 @@ class CatchUpPlan:
     fingerprint: str
     refetch_ranges: list[tuple[str, str]]
     refetch_fingerprint: str
+    sizes: list[int]  # partitions spanned by each range
+    refetch_sizes: list[int]
 
 
-def build_retry_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.SensorDefinition:
-    """The retry sensor over `executor_assets` (upstream first; the first one fetches)."""
-    chain = ExecutorChain.of(executor_assets)
+def build_retry_sensor(
+    executor_assets: Sequence[dg.AssetsDefinition], *, in_process_small_runs: bool = False
+) -> dg.SensorDefinition:
+    """The retry sensor over `executor_assets` (upstream first; the first one fetches).
+    `in_process_small_runs`: see `ExecutorChain`."""
+    chain = ExecutorChain.of(executor_assets, in_process_small_runs=in_process_small_runs)
     root_name = chain.root.to_user_string()
 
     @dg.sensor(
@@ -126,10 +136,16 @@ def build_retry_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.Sen
             plan = plan_catch_up(context.instance, layout.status_dir, asset, requires, rules)
             runs.extend(
                 range_run_request(
-                    asset.key, first, last, reason="retry", fingerprint=plan.fingerprint
+                    asset.key,
+                    first,
+                    last,
+                    reason="retry",
+                    fingerprint=plan.fingerprint,
+                    run_config=chain.run_config(tasks),
                 )
-                for first, last in plan.ranges
+                for (first, last), tasks in zip(plan.ranges, plan.sizes, strict=True)
             )
+            force = {"ops": {root_name: {"config": {"force": True}}}}
             runs.extend(
                 range_run_request(
                     chain.root,
@@ -137,9 +153,11 @@ def build_retry_sensor(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.Sen
                     last,
                     reason=f"refetch-{asset.key.to_user_string()}",
                     fingerprint=plan.refetch_fingerprint,
-                    run_config={"ops": {root_name: {"config": {"force": True}}}},
+                    run_config=chain.run_config(tasks, force),
                 )
-                for first, last in plan.refetch_ranges
+                for (first, last), tasks in zip(
+                    plan.refetch_ranges, plan.refetch_sizes, strict=True
+                )
             )
         if not runs:
             return dg.SkipReason("no failed or pending partitions are due")
