@@ -8,6 +8,7 @@ add`; (b) ours: `python -m scrapeflow_dagster.cli tasks add tasks.txt`, then the
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from bench.lib.homes import bench_env, make_home
 from bench.lib.measured import run_measured
 from bench.lib.repo import PYTHON
 from bench.lib.site import Site
-from scrapeflow_dagster.dagster_cli import materialize_range_command
 
 FLOOR_MODULE = "bench.floor_defs"
 OURS_MODULE = "scrapeflow_dagster.definitions"
@@ -40,14 +40,15 @@ def write_tasks(root: Path, site_url: str, n: int) -> tuple[Path, Path, list[str
 
 
 def materialize_cmd(module: str, asset: str, keys: list[str], config: dict[str, Any] | None):
-    # A user's plain `dagster asset materialize` runs Dagster's default (multiprocess) executor;
-    # naming it keeps `materialize_range_command` from choosing in-process for the shipped
-    # module, so ours and the floor run the same way unless a variant says otherwise.
-    config = {"execution": {"config": {"multiprocess": {}}}, **(config or {})}
-    config_json = json.dumps(config)
-    return materialize_range_command(
-        asset, keys[0], keys[-1], module=module, config_json=config_json
-    )
+    """Exactly a user's plain `dagster asset materialize` over `keys`: each code location runs
+    its own default executor (ours: sharded, step processes forked from a preloaded server;
+    the floor's: Dagster's stock default). Not `materialize_range_command`, which picks the
+    in-process executor for one-shard runs of the shipped module, as `scrapeflow` does."""
+    command = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", module]
+    command += ["--select", asset, "--partition-range", f"{keys[0]}...{keys[-1]}"]
+    if config:
+        command += ["--config-json", json.dumps(config)]
+    return command
 
 
 def _timeout(partitions: int) -> float:

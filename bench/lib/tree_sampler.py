@@ -13,7 +13,12 @@ from bench.lib.proc_stats import cmdline, descendants, proc_cpu_seconds, read_st
 def process_role(command: str) -> str:
     """A short name for a process of a Dagster command tree, from its command line."""
     rules = (
-        (("multiprocessing.spawn", "spawn_main"), "step worker (multiprocess executor)"),
+        # Forked step processes keep their forkserver's command line (the server counts too:
+        # it holds the preloaded code location, less than any step that ran in a fork of it).
+        (
+            ("multiprocessing.spawn", "spawn_main", "multiprocessing.forkserver"),
+            "step worker (multiprocess executor)",
+        ),
         (("multiprocessing.resource_tracker",), "resource tracker"),
         (("api execute_run", "api execute_step"), "run worker (dagster api execute_run)"),
         (("dagster_webserver", "dagster-webserver"), "webserver"),

@@ -19,6 +19,7 @@ from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
 from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
 from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
+from scrapeflow_dagster.scaleout.local import takes_in_process_config
 from scrapeflow_dagster.scaleout.shards import shard_resources
 
 
@@ -55,11 +56,12 @@ def scrapeflow_definitions(
         assets: other assets of the code location that the sensors do not run (the
             `crawl_report` asset and its schedule are always included).
         executor: the runs' executor (None: Dagster's default, one process per step on this
-            machine; `scaleout.celery.executor_from_env()` for Celery workers).
+            machine; `scaleout.local.local_executor()` the same with steps forked from a
+            preloaded server; `scaleout.celery.executor_from_env()` for Celery workers).
     """
     # On Dagster's default executor a run may pick its in-process mode (small runs); another
     # executor (Celery, yours) may not know that config.
-    local = executor is None and not os.environ.get(CELERY_BROKER_ENV)
+    local = takes_in_process_config(executor) and not os.environ.get(CELERY_BROKER_ENV)
     return dg.Definitions(
         assets=[*executor_assets, crawl_report, *assets],
         sensors=[

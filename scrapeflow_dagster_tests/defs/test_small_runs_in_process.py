@@ -8,6 +8,7 @@ import pytest
 from scrapeflow_dagster.defs.automation import IN_PROCESS_EXECUTION
 from scrapeflow_dagster.defs.factory import scrapeflow_definitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.scaleout.local import local_executor
 from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, SHARDS_ENV
 from scrapeflow_dagster_tests.support.sensors import sensor_context
 
@@ -29,7 +30,8 @@ def shipped_defs(monkeypatch: pytest.MonkeyPatch) -> dg.Definitions:
     monkeypatch.setenv(SHARDS_ENV, "2")  # as on this 2-core machine, whatever the host has
     from scrapeflow_dagster.defs.assets import executor_assets
 
-    return scrapeflow_definitions(executor_assets)
+    # As `scrapeflow_dagster.definitions` builds them.
+    return scrapeflow_definitions(executor_assets, executor=local_executor())
 
 
 def test_a_one_shard_run_asks_for_the_in_process_executor(

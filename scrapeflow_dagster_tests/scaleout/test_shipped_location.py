@@ -20,6 +20,11 @@ scrape = repo.assets_defs_by_key[dg.AssetKey("scrape")]
 print(json.dumps({
     "ops": sorted(op.name for op in scrape.node_def.iterate_node_defs()),
     "executor": defs.executor.name if defs.executor else None,
+    "default_config": (
+        field.default_value
+        if defs.executor and (field := defs.executor.config_schema.as_field()).default_provided
+        else None
+    ),
     "resources": sorted(repo.get_top_level_resources()),
 }))
 """
@@ -39,12 +44,17 @@ def load(**env: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# Dagster's default executor (same name and config schema), step processes forked from a
+# server that preloaded the code location.
+LOCAL = "multi_or_in_process_executor"
+
+
 @pytest.mark.parametrize(
     ("env", "sharded", "executor"),
     [
-        ({}, (os.cpu_count() or 1) > 1, None),
-        ({"SCRAPEFLOW_SHARDS": "1"}, False, None),
-        ({"SCRAPEFLOW_SHARDS": "2"}, True, None),
+        ({}, (os.cpu_count() or 1) > 1, LOCAL),
+        ({"SCRAPEFLOW_SHARDS": "1"}, False, LOCAL),
+        ({"SCRAPEFLOW_SHARDS": "2"}, True, LOCAL),
         ({"SCRAPEFLOW_CELERY_BROKER": "redis://127.0.0.1:6379/9"}, True, "scrapeflow_celery"),
     ],
 )
@@ -58,5 +68,7 @@ def test_sharding_and_celery_follow_the_environment(
     )
     assert found["ops"] == expected_ops
     assert found["executor"] == executor
+    if executor == LOCAL:
+        assert found["default_config"] == {"multiprocess": {"start_method": {"forkserver": {}}}}
     # Present either way (unused when unsharded): user chains may mix both kinds of asset.
     assert {"shard_settings", "shard_io_manager"} <= set(found["resources"])
