@@ -110,6 +110,31 @@ def range_run_request(
     )
 
 
+def range_run_requests(
+    chain: ExecutorChain,
+    asset_key: dg.AssetKey | Sequence[dg.AssetKey],
+    ranges: Sequence[tuple[str, str]],
+    ordered: Sequence[str],
+    *,
+    reason: str,
+    fingerprint: str = "",
+    run_config: Mapping[str, Any] | None = None,
+) -> list[dg.RunRequest]:
+    """A `range_run_request` per range of the `ordered` partitions, each run on the executor
+    the chain picks for its size (`ExecutorChain.run_config`)."""
+    return [
+        range_run_request(
+            asset_key,
+            first,
+            last,
+            reason=reason,
+            fingerprint=fingerprint,
+            run_config=chain.run_config(tasks, run_config),
+        )
+        for (first, last), tasks in zip(ranges, range_sizes(ordered, ranges), strict=True)
+    ]
+
+
 def range_sizes(ordered: Sequence[str], ranges: Sequence[tuple[str, str]]) -> list[int]:
     """How many partitions each `(first, last)` range of the ordered partitions spans."""
     position = {key: index for index, key in enumerate(ordered)}

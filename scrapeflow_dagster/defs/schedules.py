@@ -6,7 +6,7 @@ from datetime import datetime
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import ExecutorChain, range_run_request, range_sizes
+from scrapeflow_dagster.defs.automation import ExecutorChain, range_run_requests
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
@@ -71,16 +71,8 @@ def build_refresh_schedule(
         config = {"ops": {root_name: {"config": {"refresh_older_than_seconds": max_age_seconds}}}}
         execution = context.scheduled_execution_time
         stamp = execution.isoformat() if execution else ""
-        return [
-            range_run_request(
-                root,
-                first,
-                last,
-                reason="refresh",
-                fingerprint=stamp,
-                run_config=chain.run_config(tasks, config),
-            )
-            for (first, last), tasks in zip(ranges, range_sizes(ordered, ranges), strict=True)
-        ]
+        return range_run_requests(
+            chain, root, ranges, ordered, reason="refresh", fingerprint=stamp, run_config=config
+        )
 
     return refresh_schedule

@@ -11,6 +11,8 @@ through `dagster asset materialize --select scrape` took 18.1-19.2 s against 21.
 A run's config may still name its own `start_method` or `in_process`.
 """
 
+import multiprocessing
+
 import dagster as dg
 
 FORKSERVER = {"multiprocess": {"start_method": {"forkserver": {}}}}
@@ -19,8 +21,11 @@ FORKSERVER = {"multiprocess": {"start_method": {"forkserver": {}}}}
 def local_executor() -> dg.ExecutorDefinition:
     """Dagster's default executor with `forkserver` as the default start method of its
     multiprocess mode; same name and config schema, so every run config Dagster's default
-    takes (`multiprocess: {max_concurrent: 4}`, `in_process: {}`) means the same."""
+    takes (`multiprocess: {max_concurrent: 4}`, `in_process: {}`) means the same. Where the
+    platform has no forkserver (Windows) it is Dagster's default unchanged."""
     default = dg.multi_or_in_process_executor
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return default
     return dg.ExecutorDefinition(
         name=default.name,
         config_schema=dg.Field(

@@ -8,8 +8,7 @@ from scrapeflow_dagster.defs.automation import (
     MAX_RUNS_PER_TICK,
     ExecutorChain,
     interval_seconds,
-    range_run_request,
-    range_sizes,
+    range_run_requests,
     run_exists,
     spread_ranges,
 )
@@ -39,17 +38,9 @@ def frontier_run_requests(
     asks for the same runs again and the daemon launches each run key once.
     """
     ranges = spread_ranges(instance, ordered, plan_ranges(ordered, batch.keys, passable=set()))
-    return [
-        range_run_request(
-            chain.keys,
-            first,
-            last,
-            reason="frontier",
-            fingerprint=batch.id,
-            run_config=chain.run_config(tasks),
-        )
-        for (first, last), tasks in zip(ranges, range_sizes(ordered, ranges), strict=True)
-    ]
+    return range_run_requests(
+        chain, chain.keys, ranges, ordered, reason="frontier", fingerprint=batch.id
+    )
 
 
 def build_frontier_sensor(

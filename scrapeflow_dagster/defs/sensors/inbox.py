@@ -7,8 +7,7 @@ import dagster as dg
 from scrapeflow_dagster.defs.automation import (
     ExecutorChain,
     interval_seconds,
-    range_run_request,
-    range_sizes,
+    range_run_requests,
     run_exists,
     spread_ranges,
 )
@@ -56,19 +55,14 @@ def inbox_run_requests(
     The run keys depend only on the batch, so asking again after a killed tick never
     launches a run twice (the daemon launches a run key once).
     """
-    return [
-        range_run_request(
-            chain.keys,
-            first,
-            last,
-            reason="inbox",
-            fingerprint=f"{batch.digest}:{batch.accepted_at}",
-            run_config=chain.run_config(tasks),
-        )
-        for (first, last), tasks in zip(
-            batch.ranges, range_sizes(ordered, batch.ranges), strict=True
-        )
-    ]
+    return range_run_requests(
+        chain,
+        chain.keys,
+        batch.ranges,
+        ordered,
+        reason="inbox",
+        fingerprint=f"{batch.digest}:{batch.accepted_at}",
+    )
 
 
 def build_inbox_sensor(

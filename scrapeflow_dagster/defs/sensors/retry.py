@@ -12,8 +12,7 @@ from scrapeflow_dagster.defs.automation import (
     MAX_RUNS_PER_TICK,
     ExecutorChain,
     interval_seconds,
-    range_run_request,
-    range_sizes,
+    range_run_requests,
     spread_ranges,
 )
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
@@ -89,8 +88,7 @@ def plan_catch_up(
         fingerprint="|".join(fingerprint),
         refetch_ranges=refetch_ranges,
         refetch_fingerprint="|".join(refetch),
-        sizes=range_sizes(ordered, ranges),
-        refetch_sizes=range_sizes(ordered, refetch_ranges),
+        ordered=ordered,
     )
 
 
@@ -102,8 +100,7 @@ class CatchUpPlan:
     fingerprint: str
     refetch_ranges: list[tuple[str, str]]
     refetch_fingerprint: str
-    sizes: list[int]  # partitions spanned by each range
-    refetch_sizes: list[int]
+    ordered: Sequence[str]  # every partition key, in order: the ranges' frame
 
 
 def build_retry_sensor(
@@ -134,30 +131,22 @@ def build_retry_sensor(
         for asset in chain.assets:
             requires = chain.requires(asset)
             plan = plan_catch_up(context.instance, layout.status_dir, asset, requires, rules)
-            runs.extend(
-                range_run_request(
-                    asset.key,
-                    first,
-                    last,
-                    reason="retry",
-                    fingerprint=plan.fingerprint,
-                    run_config=chain.run_config(tasks),
-                )
-                for (first, last), tasks in zip(plan.ranges, plan.sizes, strict=True)
+            runs += range_run_requests(
+                chain,
+                asset.key,
+                plan.ranges,
+                plan.ordered,
+                reason="retry",
+                fingerprint=plan.fingerprint,
             )
-            force = {"ops": {root_name: {"config": {"force": True}}}}
-            runs.extend(
-                range_run_request(
-                    chain.root,
-                    first,
-                    last,
-                    reason=f"refetch-{asset.key.to_user_string()}",
-                    fingerprint=plan.refetch_fingerprint,
-                    run_config=chain.run_config(tasks, force),
-                )
-                for (first, last), tasks in zip(
-                    plan.refetch_ranges, plan.refetch_sizes, strict=True
-                )
+            runs += range_run_requests(
+                chain,
+                chain.root,
+                plan.refetch_ranges,
+                plan.ordered,
+                reason=f"refetch-{asset.key.to_user_string()}",
+                fingerprint=plan.refetch_fingerprint,
+                run_config={"ops": {root_name: {"config": {"force": True}}}},
             )
         if not runs:
             return dg.SkipReason("no failed or pending partitions are due")
