@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
+import duckdb
+
 from scrapeflow_dagster.cli import (
     common,
     crawl,
@@ -24,6 +26,7 @@ from scrapeflow_dagster.cli import (
     tasks,
 )
 from scrapeflow_dagster.engine.history import LedgerLockedError
+from scrapeflow_dagster.engine.history.rebuild import NOT_A_DATABASE
 
 DESCRIPTION = (
     "Add tasks, see their status, run executor assets, keep DuckDB in step, export results."
@@ -78,6 +81,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (common.UsageError, LedgerLockedError, OSError, ValueError) as exc:
         common.say_error(exc)
+        return 2
+    except duckdb.Error as exc:
+        # A broken DuckDB file, an export target DuckDB cannot write: said, not a traceback.
+        message = f"DuckDB: {exc}"
+        if NOT_A_DATABASE in str(exc):
+            message += (
+                f" ({common.layout(args).db_path}: `scrapeflow db rebuild` makes a new one from "
+                "the status files and keeps the old one aside)"
+            )
+        common.say_error(message)
         return 2
 
 

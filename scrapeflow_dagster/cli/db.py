@@ -40,11 +40,11 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
 def cmd_db(args: argparse.Namespace) -> int:
     """Run the DuckDB action; exit 2 (naming the holder) when DuckDB stays held."""
     layout = common.layout(args).ensure()
-    if args.action == "summary":
-        print(summary_text(layout))
-        return 0
-    act = rebuild if args.action == "rebuild" else sync
     try:
+        if args.action == "summary":
+            print(summary_text(layout, lock_timeout_seconds=args.lock_timeout))
+            return 0
+        act = rebuild if args.action == "rebuild" else sync
         print(act(layout, lock_timeout_seconds=args.lock_timeout))
     except LedgerLockedError:
         raise LedgerLockedError(locked_message(layout.db_path, args.lock_timeout)) from None
@@ -113,4 +113,9 @@ def rebuild_line(result: RebuildResult, db_path: Path) -> str:
     )
     if result.errors:
         line += f"; {common.plural(len(result.errors), 'file')} skipped (see stderr)"
+    if result.set_aside is not None:
+        line += (
+            f"; the old file was not a DuckDB database: kept as {result.set_aside} (frontier "
+            "and pages rows are only there)"
+        )
     return line

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import orjson
 
 from scrapeflow_dagster.cli import common
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import LedgerLockedError, connect_readonly
+from scrapeflow_dagster.engine.redact import redact, redact_params
 from scrapeflow_dagster.engine.state import schema
 from scrapeflow_dagster.engine.state.files import (
     iter_status_files,
@@ -86,7 +88,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     rows = [["KEY", *(name.upper() for name in executors), "URL"]]
     for key, status in statuses:
         outcomes = [_outcome(status, name) for name in executors]
-        rows.append([key, *outcomes, str(status["params"].get("url", ""))])
+        rows.append([key, *outcomes, redact(str(status["params"].get("url", "")))])
     print("\n".join(common.aligned(rows)))
     if len(shown) < len(keys):
         print(f"({len(shown)} of {len(keys)} tasks shown)", file=sys.stderr)
@@ -101,7 +103,9 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
     if status is None:
         raise common.UsageError(f"no task {key!r}: no status file {status_path(status_dir, key)}")
     print(key)
-    print(f"  params: {orjson.dumps(status['params'], option=orjson.OPT_SORT_KEYS).decode()}")
+    # Shown without credentials (terminals end up in logs); the status file has them.
+    params = redact_params(status["params"])
+    print(f"  params: {orjson.dumps(params, option=orjson.OPT_SORT_KEYS).decode()}")
     names = schema.executor_names(status)
     if not names:
         print("  no executor has run yet")
@@ -169,7 +173,7 @@ def _find_in_duckdb(db_path: Path, text: str) -> list[tuple[str, str]] | None:
     """Matches from DuckDB's `tasks` table; None when DuckDB is busy (use the status files)."""
     try:
         conn = connect_readonly(db_path, lock_timeout_seconds=_FIND_LOCK_TIMEOUT_SECONDS)
-    except LedgerLockedError as exc:
+    except (LedgerLockedError, duckdb.Error) as exc:  # held, or broken: the files still answer
         print(f"({exc}; searching the status files)", file=sys.stderr)
         return None
     try:
@@ -186,7 +190,7 @@ def _find_in_status_files(status_dir: Path, text: str) -> list[tuple[str, str]]:
     if not status_dir.is_dir():
         return []
     found = [
-        (key, str(status["params"].get("url", "")))
+        (key, redact(str(status["params"].get("url", ""))))
         for key, status in iter_statuses(status_dir)
         if text in str(status["params"].get("url", ""))
     ]

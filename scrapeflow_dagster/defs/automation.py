@@ -23,9 +23,17 @@ IN_PROCESS_EXECUTION = {"execution": {"config": {"in_process": {}}}}
 
 
 def interval_seconds(default_seconds: int) -> int:
-    """`$SCRAPEFLOW_SENSOR_INTERVAL_SECONDS`, or `default_seconds`."""
-    value = os.environ.get(INTERVAL_ENV)
-    return int(value) if value else default_seconds
+    """`$SCRAPEFLOW_SENSOR_INTERVAL_SECONDS`, or `default_seconds`.
+
+    Raises:
+        ValueError: naming the variable when it is set but not a whole number of seconds >= 1.
+    """
+    value = os.environ.get(INTERVAL_ENV, "").strip()
+    if not value:
+        return default_seconds
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{INTERVAL_ENV} must be a whole number of seconds >= 1, got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)

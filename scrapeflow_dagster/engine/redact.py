@@ -1,6 +1,9 @@
 """Keep credentials out of everything we write: status files, DuckDB, logs, metadata, errors."""
 
+import functools
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from yarl import URL
 
@@ -18,6 +21,46 @@ def redact(text: str) -> str:
         return text
     text = _USERINFO.sub(r"\g<scheme>***@", text)
     return _SECRET_PARAMS.sub(r"\g<name>=***", text)
+
+
+MASK = "***"
+# Names whose values are credentials wherever they appear in a task's params: header names
+# (`Authorization`, `X-Api-Key`, `Cookie`), form and JSON body fields (`password`, `token`).
+_SECRET_NAMES = re.compile(
+    r"(?i)auth(?!ors?\b)|token|passw|secret|api[_-]?key|apikey|cookie|session|credential"
+    r"|signature"
+)
+
+
+def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a task's params fit to show or record outside its status file.
+
+    URLs lose their credentials and secret-looking query values (`redact`), every cookie value
+    and every value under a credential-like name (`Authorization` header, `password` field of
+    a POST payload, at any depth) becomes `***`. The status file keeps the real params: the
+    task needs them to run.
+    """
+    return {name: _redact_value(name, value) for name, value in params.items()}
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_secret_name(name: str) -> bool:
+    # Cached: every task recorded asks about the same few param and header names.
+    return name == "cookies" or _SECRET_NAMES.search(name) is not None
+
+
+def _redact_value(name: object, value: Any) -> Any:
+    if isinstance(name, str) and _is_secret_name(name):
+        if isinstance(value, Mapping):  # `cookies`, `headers.Cookie`: names stay, values go
+            return {key: MASK for key in value}
+        return MASK if value not in (None, "") else value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {key: _redact_value(key, item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(None, item) for item in value]
+    return value
 
 
 def proxy_host(proxy_url: str | None) -> str | None:

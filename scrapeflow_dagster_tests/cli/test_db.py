@@ -65,7 +65,11 @@ def test_db_sync_and_rebuild_print_one_readable_line(run_command: Run, stored: P
 
 @pytest.mark.parametrize(
     ("action", "options", "limit_seconds"),
-    [("rebuild", [], 12.0), ("sync", ["--lock-timeout", "1"], 5.0)],
+    [
+        ("rebuild", [], 12.0),
+        ("sync", ["--lock-timeout", "1"], 5.0),
+        ("summary", ["--lock-timeout", "1"], 8.0),
+    ],
 )
 def test_a_held_duckdb_names_the_file_and_its_holder_and_exits_2(
     run_command: Run,
@@ -84,3 +88,25 @@ def test_a_held_duckdb_names_the_file_and_its_holder_and_exits_2(
     assert str(stored) in done.stderr and f"PID {holder.pid} (" in done.stderr, done.stderr
     assert "duckdb.connect" in done.stderr  # its command line, from /proc
     assert "Traceback" not in done.stderr
+
+
+def test_a_broken_duckdb_file_is_said_and_rebuild_sets_it_aside(
+    run_command: Run, stored: Path
+) -> None:
+    stored.write_bytes(b"not a database")
+
+    summary = run_command("scrapeflow", "db", "summary")
+    found = run_command("scrapeflow", "tasks", "find", "/page/1")
+    rebuilt = run_command("scrapeflow", "db", "rebuild")
+    again = run_command("scrapeflow", "db", "summary")
+
+    assert summary.returncode == 2 and "Traceback" not in summary.stderr, summary.stderr
+    assert "not a valid DuckDB database file" in summary.stderr
+    assert "scrapeflow db rebuild" in summary.stderr
+    # The status files still answer what DuckDB cannot.
+    assert found.returncode == 0 and "d-1" in found.stdout, found.stdout + found.stderr
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    [aside] = stored.parent.glob(f"{stored.name}.broken-*")
+    assert aside.read_bytes() == b"not a database"  # kept, never deleted
+    assert f"kept as {aside}" in rebuilt.stdout
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr

@@ -130,6 +130,34 @@ def test_tasks_list_show_and_find_read_status_files_and_duckdb(
     assert [line.split()[0] for line in again.stdout.splitlines()[1:]] == ["v-1", "v-3"]
 
 
+def test_credentials_in_tasks_are_shown_nowhere_but_the_status_file(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout
+) -> None:
+    url = site_thread.url("/page/1").replace("http://", "http://bob:hunter2@") + "?api_key=SECRET"
+    tasks = tmp_path / "secret.jsonl"
+    tasks.write_text(
+        f'{{"key": "s-1", "url": "{url}", "headers": {{"Authorization": "Bearer SECRET"}}}}\n'
+        '{"key": "s-2", "url": "ftp://bob:hunter2@files.test/x"}\n'
+    )
+
+    added = run_command("scrapeflow", "tasks", "add", str(tasks))
+    outputs = [
+        added,
+        run_command("scrapeflow", "tasks", "list"),
+        run_command("scrapeflow", "tasks", "show", "s-1"),
+        run_command("scrapeflow", "tasks", "find", "page/1"),
+    ]
+
+    assert added.returncode == 1  # the ftp line is refused, quoted without its password
+    assert "'ftp://***@files.test/x': only http and https URLs" in added.stderr
+    for done in outputs:
+        assert "hunter2" not in done.stdout + done.stderr and "SECRET" not in done.stdout
+    assert "api_key=***" in outputs[1].stdout and '"Authorization":"***"' in outputs[2].stdout
+    assert "s-1" in outputs[3].stdout
+    # The status file keeps them: the task needs them to run.
+    assert "hunter2" in (layout.status_dir / "s-1.status.json").read_text()
+
+
 def test_tasks_add_draws_a_progress_bar_on_a_terminal_only(
     run_command: Run,
     site_thread: SiteThread,

@@ -2,6 +2,7 @@
 stays free of Dagster."""
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from scrapeflow_dagster.definitions import defs
+from scrapeflow_dagster.defs.automation import INTERVAL_ENV
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
 
 ENGINE_DIR = REPO_ROOT / "scrapeflow_dagster" / "engine"
@@ -108,7 +110,7 @@ def test_engine_imports_without_dagster_loaded() -> None:
 # What each stage of the engine may import, as its folder's `__init__` docstring says.
 STAGE_IMPORTS = {
     "state": {"errors", "redact", "state"},
-    "tasks": {"errors", "state", "history", "tasks"},
+    "tasks": {"errors", "redact", "state", "history", "tasks"},
     "retry": {"errors", "redact", "settings", "state", "retry"},
     "proxies": {"errors", "redact", "settings", "proxies"},
     "history": {"errors", "redact", "state", "history"},
@@ -154,3 +156,19 @@ def test_each_engine_stage_imports_only_what_its_docstring_allows() -> None:
             if extra:
                 found[str(path.relative_to(REPO_ROOT))] = sorted(extra)
     assert found == {}
+
+
+def test_a_bad_sensor_interval_is_named_when_the_location_loads() -> None:
+    env = {**os.environ, INTERVAL_ENV: "30s"}
+    done = subprocess.run(
+        [str(BIN_DIR / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert f"{INTERVAL_ENV} must be a whole number of seconds >= 1, got '30s'" in (
+        done.stdout + done.stderr
+    )

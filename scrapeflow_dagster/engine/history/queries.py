@@ -38,7 +38,7 @@ QUERIES: dict[str, str] = {
 }
 
 
-def summary_text(layout: DataLayout) -> str:
+def summary_text(layout: DataLayout, *, lock_timeout_seconds: float = 10.0) -> str:
     """Sync pending rows into DuckDB, then run every query in `QUERIES` as text tables.
 
     A sync that finds DuckDB locked is said in the text, not raised: the summary then shows
@@ -46,20 +46,23 @@ def summary_text(layout: DataLayout) -> str:
 
     Args:
         layout: The data folder whose DuckDB file and spool are read.
+        lock_timeout_seconds: How long to wait for a writer to let go of DuckDB.
 
     Returns:
         One titled table per query, separated by blank lines.
 
     Raises:
-        LedgerLockedError: when a writer held the file for longer than the default wait.
+        LedgerLockedError: when a writer held the file for `lock_timeout_seconds`.
         duckdb.Error: for a broken database.
     """
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        synced = ledger.sync()
+    # Nothing of ours is buffered: a sync, not a Ledger's close (which would wait its own 10 s).
+    synced = Ledger(layout.db_path, spool_dir=layout.spool_dir).sync(
+        lock_timeout_seconds=lock_timeout_seconds
+    )
     parts = []
     if synced.locked:
         parts.append(f"(DuckDB is held by another process; {synced.pending_files} files wait)")
-    conn = connect_readonly(layout.db_path)
+    conn = connect_readonly(layout.db_path, lock_timeout_seconds=lock_timeout_seconds)
     try:
         for title, sql in QUERIES.items():
             parts.append(f"-- {title}\n{_table(conn, sql)}")

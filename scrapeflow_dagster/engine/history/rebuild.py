@@ -6,6 +6,7 @@ only where its `current_state` disagrees with a file.
 """
 
 import itertools
+import os
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,12 +50,15 @@ class RebuildResult:
         tasks_upserted: Rows inserted or updated in `tasks`.
         step_rows_inserted: Step runs appended because DuckDB disagreed with a file.
         errors: Files skipped (truncated, not JSON, not a scrapeflow status), one entry each.
+        set_aside: Where a file that was not a DuckDB database was moved before the rebuild
+            started a new one (None when the file was usable or missing).
     """
 
     files_read: int
     tasks_upserted: int
     step_rows_inserted: int
     errors: tuple[StatusFileProblem, ...] = ()
+    set_aside: Path | None = None
 
 
 def rebuild_from_status_dir(
@@ -89,7 +93,16 @@ def rebuild_from_status_dir(
         # Streamed to a file as parsed, so memory stays flat however many status files there are.
         with rows_path.open("wb") as rows_file:
             files_read, problems = _read_status_dir(Path(status_dir), run_id, rows_file)
-        conn = connect_read_write(Path(db_path), lock_timeout_seconds)
+        set_aside = None
+        try:
+            conn = connect_read_write(Path(db_path), lock_timeout_seconds)
+        except duckdb.Error as exc:
+            if NOT_A_DATABASE not in str(exc):
+                raise
+            # Rebuilding is how a broken file is repaired: it is kept aside (the frontier and
+            # pages rows it may still hold are not in the status files), never deleted.
+            set_aside = set_aside_broken(Path(db_path))
+            conn = connect_read_write(Path(db_path), lock_timeout_seconds)
         if conn is None:
             raise LedgerLockedError(f"{db_path} stayed locked for {lock_timeout_seconds} s")
         try:
@@ -97,7 +110,22 @@ def rebuild_from_status_dir(
             tasks, steps = in_transaction(conn, lambda: _apply_rebuild(conn, rows_path))
         finally:
             conn.close()
-    return RebuildResult(files_read, tasks, steps, tuple(problems))
+    return RebuildResult(files_read, tasks, steps, tuple(problems), set_aside)
+
+
+# DuckDB's words for a file that is not one of its databases (a truncated or foreign file).
+NOT_A_DATABASE = "not a valid DuckDB database file"
+
+
+def set_aside_broken(db_path: Path) -> Path:
+    """Move a broken DuckDB file (and its WAL) to `<name>.broken-<UTC stamp>`; the new name."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = db_path.with_name(f"{db_path.name}.broken-{stamp}")
+    os.replace(db_path, target)
+    wal = db_path.with_name(db_path.name + ".wal")
+    if wal.exists():
+        os.replace(wal, target.with_name(target.name + ".wal"))
+    return target
 
 
 def parse_status_file(path: Path, *, run_id: str = "rebuild") -> tuple[TaskRow, list[StepRow]]:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from scrapeflow_dagster.engine.redact import proxy_host, redact
+from scrapeflow_dagster.engine.redact import proxy_host, redact, redact_params
 from scrapeflow_dagster.engine.state.schema import parse_stamp, utc_now
 
 STEP_STATUSES = frozenset({"SUCCESS", "ERROR", "SKIPPED"})
@@ -184,10 +184,12 @@ def task_line(row: TaskRow, seq: int, run_id: str | None) -> bytes:
         "kind": "t",
         "seq": seq,
         "key": row.key,
-        "url": row.url,
+        # Credentials stay in the status file: the URL's password, tokens in its query, cookie
+        # and auth header values and secret payload fields never reach DuckDB.
+        "url": redact(row.url),
         "method": row.method,
         "domain": domain_of(row.url),
-        "params": row.params,
+        "params": redact_params(row.params),
         # parse_stamp turns an aware datetime into the naive UTC that DuckDB columns hold.
         "added_at": parse_stamp(row.added_at),
     }

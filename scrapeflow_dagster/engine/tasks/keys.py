@@ -11,6 +11,7 @@ import orjson
 from yarl import URL
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.redact import redact
 
 MAX_KEY_LENGTH = 200
 # Control characters break file names, logs and the Dagster UI.
@@ -57,16 +58,22 @@ def validate_url(url: object) -> URL:
         InvalidTaskError: naming the URL (`file:`, `ftp:`, `javascript:`, relative, malformed).
     """
     if not isinstance(url, str) or not url.strip():
-        raise InvalidTaskError(f"url {url!r} must be a non-empty string")
+        raise InvalidTaskError(f"url {_quoted(url)} must be a non-empty string")
     try:
         parsed = URL(url.strip())
     except (ValueError, TypeError) as exc:
-        raise InvalidTaskError(f"url {url!r} is malformed: {exc}") from None
+        raise InvalidTaskError(f"url {_quoted(url)} is malformed: {redact(str(exc))}") from None
     if parsed.scheme not in ("http", "https"):
-        raise InvalidTaskError(f"url {url!r}: only http and https URLs are fetched")
+        raise InvalidTaskError(f"url {_quoted(url)}: only http and https URLs are fetched")
     if not parsed.host:
-        raise InvalidTaskError(f"url {url!r} has no host")
+        raise InvalidTaskError(f"url {_quoted(url)} has no host")
     return parsed
+
+
+def _quoted(url: object) -> str:
+    # Error messages reach stderr, the inbox's error files and Dagster's logs: a URL is
+    # quoted without its password or API key.
+    return repr(redact(url)) if isinstance(url, str) else repr(url)
 
 
 def canonical_url(url: str) -> str:

@@ -76,3 +76,24 @@ def test_spool_default_location_and_names(db_path: Path) -> None:
     assert len(ts) == 20 and pid.isdigit() and rest.endswith(".jsonl")
     shutil.rmtree(ledger.spool_dir)
     assert ledger.sync().pending_files == 0  # a missing spool folder is an empty one
+
+
+def test_task_rows_keep_credentials_out_of_duckdb(db_path: Path) -> None:
+    params = {
+        "url": "https://bob:hunter2@x.test/a?api_key=SECRET&page=2",
+        "headers": {"Authorization": "Bearer SECRET-T", "Accept": "text/html"},
+        "cookies": {"sid": "SECRET-C"},
+        "post_payload": {"user": "bob", "password": "hunter2", "items": [{"token": "SECRET"}]},
+    }
+    with Ledger(db_path) as ledger:
+        ledger.record_task(TaskRow.from_params("k", params, added_at=T0))
+    [(url, stored)] = query(db_path, "SELECT url, params::VARCHAR FROM tasks")
+    assert url == "https://***@x.test/a?api_key=***&page=2"
+    assert "hunter2" not in stored and "SECRET" not in stored, stored
+    # What is not a credential stays queryable: names, other headers, other fields.
+    assert query(
+        db_path,
+        "SELECT params->'headers'->>'Accept', params->'cookies'->>'sid',"
+        " params->'post_payload'->>'user' FROM tasks",
+    ) == [("text/html", "***", "bob")]
+    assert not any(b"hunter2" in p.read_bytes() for p in db_path.parent.rglob("*") if p.is_file())
