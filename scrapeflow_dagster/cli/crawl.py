@@ -9,6 +9,7 @@ whose scrape completed are not fetched again, discovered tasks not yet run are r
 
 import argparse
 import dataclasses
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -98,7 +99,13 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     layout = common.layout(args).ensure()
     seeds, refused = _add_seeds(layout, args.files, options)
     if not seeds:
-        common.say_error("no seed could be read: nothing to crawl")
+        if refused:
+            common.say_error(
+                f"every seed line was refused ({refused}, see above): nothing to crawl; a URL "
+                "already stored as a task keeps the params it was stored with"
+            )
+        else:
+            common.say_error("no seed could be read: nothing to crawl")
         return 2
     log_path = frontier_dir(layout) / "crawl.log"
     print(f"crawl of {common.plural(len(seeds), 'seed')}; dagster output in {log_path}", flush=True)
@@ -119,7 +126,10 @@ def _add_seeds(
                 layout, with_options(read_task_file(Path(name)), options), ledger=ledger
             )
             for error in report.errors:
-                print(f"refused: {error}" if isinstance(error, LineError) else error)
+                print(
+                    f"refused: {error}" if isinstance(error, LineError) else error,
+                    file=sys.stderr,
+                )
             refused += len(report.errors)
             keys += report.keys
     return list(dict.fromkeys(keys)), refused

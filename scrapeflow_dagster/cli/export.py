@@ -1,5 +1,6 @@
-"""`scrapeflow export pages|steps|tasks|current_state --format parquet|csv|jsonl --output FILE`:
-a result copied out by DuckDB's own `COPY (SELECT ...) TO`, on a read-only connection."""
+"""`scrapeflow export pages|steps|tasks|current_state|frontier --format parquet|csv|jsonl
+--output FILE`: a result copied out by DuckDB's own `COPY (SELECT ...) TO`, on a read-only
+connection."""
 
 import argparse
 from pathlib import Path
@@ -10,10 +11,11 @@ from scrapeflow_dagster.engine.history import RESULTS, connect_readonly, sync_sp
 # Our format names -> DuckDB's (its JSON is one object per line) and the usual file suffixes.
 FORMATS = {"parquet": "PARQUET", "csv": "CSV", "jsonl": "JSON"}
 _SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-SUMMARY = "write pages, steps, tasks or current_state to a parquet, csv or jsonl file"
+SUMMARY = "write pages, steps, tasks, current_state or frontier to a parquet, csv or jsonl file"
 DESCRIPTION = (
     "steps: every step run; current_state: the latest run of each task and executor; "
-    "pages: one row per parsed page; tasks: the params of every task."
+    "pages: one row per parsed page; tasks: the params of every task (credentials masked); "
+    "frontier: every link discovery judged (parent, child, depth, outcome)."
 )
 # A best-effort sync first (as `db summary` does), so the export has what runs spooled; it
 # waits little, and the read the rest of the usual wait.

@@ -45,7 +45,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     status_dir = common.layout(args).status_dir
     if not status_dir.is_dir():
         common.say_error(f"no status folder at {status_dir}")
-        return 1
+        return 2  # nothing could be read (the exit codes in `scrapeflow --help`)
     summary = status_summary(status_dir)
     if not summary.empty:
         print(summary.to_string())

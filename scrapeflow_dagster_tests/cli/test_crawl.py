@@ -211,3 +211,22 @@ def test_tasks_add_takes_crawl_options_for_lines_without_their_own(
         "http://127.0.0.1:9/a": {"url": "http://127.0.0.1:9/a", "max_depth": 3, "scope": "domain"},
         "http://127.0.0.1:9/b": {"url": "http://127.0.0.1:9/b", "max_depth": 1, "scope": "domain"},
     }
+
+
+def test_a_seed_stored_with_other_params_is_refused_and_said_so(
+    run_command: Run, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.1:9/graph/0\n")
+    stored = run_command("scrapeflow", "tasks", "add", str(seeds))  # a plain task, depth 0
+
+    done = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2")
+
+    assert stored.returncode == 0, stored.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"refused: {seeds}:1: task key" in done.stderr and "already has different" in (
+        done.stderr
+    )
+    assert "every seed line was refused (1, see above)" in done.stderr
+    assert "keeps the params it was stored with" in done.stderr
+    assert "refused" not in done.stdout

@@ -55,6 +55,8 @@ def test_status_says_tasks_stored_before_any_run(
     stored = run_command("scrapeflow", "status")
 
     assert (stored.returncode, stored.stdout.strip()) == (0, "3 tasks stored, none run yet")
+    nowhere = run_command("scrapeflow", "status", "--data-dir", str(tmp_path / "nowhere"))
+    assert nowhere.returncode == 2 and "no status folder at" in nowhere.stderr
 
 
 def test_data_dir_is_taken_before_and_after_the_subcommand(

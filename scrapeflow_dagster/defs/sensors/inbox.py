@@ -21,6 +21,7 @@ from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.tasks.inbox import (
     Batch,
+    Skipped,
     finish_batch,
     pending_batches,
     take_waiting_files,
@@ -100,6 +101,9 @@ def build_inbox_sensor(
                 max_files=MAX_FILES_PER_TICK,
                 budget_seconds=INBOX_TICK_BUDGET_SECONDS,
             ):
+                if isinstance(taken, Skipped):
+                    context.log.warning(taken.reason)
+                    continue
                 batch = taken.batch
                 for error in taken.errors[:20]:
                     context.log.warning(error)

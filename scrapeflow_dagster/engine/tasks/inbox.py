@@ -94,6 +94,14 @@ class Taken:
     errors: list[str]
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A task file that could not be read this tick (left in the inbox), and why."""
+
+    path: Path
+    reason: str
+
+
 def accepted_dir(layout: DataLayout) -> Path:
     """Batches whose runs have not all been created yet."""
     return layout.inbox_dir / "accepted"
@@ -179,20 +187,29 @@ def take_waiting_files(
     max_files: int,
     budget_seconds: float,
     part_lines: int = PART_LINES,
-) -> Iterator[Taken]:
+) -> Iterator[Taken | Skipped]:
     """Take inbox files one by one, oldest name first, until `max_files` or `budget_seconds`
-    is spent; the files left over wait for the next tick.
+    is spent; the files left over wait for the next tick. A file that cannot be read is
+    skipped for this tick (`Skipped`), not taken ahead of the others again and again.
 
     A file of more than `part_lines` lines is first cut into parts (see `split_into_parts`),
     so that no single take outlasts a tick.
     """
     started = time.monotonic()
     taken = 0
+    unreadable: set[Path] = set()
     while taken < max_files and time.monotonic() - started <= budget_seconds:
-        waiting = waiting_files(layout)
+        waiting = [p for p in waiting_files(layout) if p not in unreadable]
         if not waiting:
             return
         path = waiting[0]
+        problem = _unreadable(path)
+        if problem is not None:
+            # Left in the inbox (its owner may fix it), but it must not hold back the files
+            # behind it: every tick would otherwise fail on it again.
+            unreadable.add(path)
+            yield Skipped(path, problem)
+            continue
         if split_into_parts(layout, path, part_lines=part_lines):
             continue  # its parts are in the inbox now, first in line
         taken += 1
@@ -203,6 +220,16 @@ def take_waiting_files(
             add_partitions=add_partitions,
             plan_first_runs=plan_first_runs,
         )
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why the task file `path` cannot be read, or None when its first byte can."""
+    try:
+        with path.open("rb") as stream:
+            stream.read(1)
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc}); left in the inbox"
+    return None
 
 
 def split_into_parts(layout: DataLayout, path: Path, *, part_lines: int = PART_LINES) -> bool:

@@ -99,6 +99,12 @@ def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
         for name in ("cookies", "headers"):
             if name in params and not isinstance(params[name], dict):
                 raise InvalidTaskError(f"{name} must be an object")
+            for field, value in params.get(name, {}).items():
+                # aiohttp refuses anything else at fetch time, on every try: refused here.
+                if not isinstance(value, str):
+                    raise InvalidTaskError(
+                        f"{name} must map names to strings: {field!r} is {type(value).__name__}"
+                    )
         if "verify_tls" in params and isinstance(params["verify_tls"], str):
             params["verify_tls"] = params["verify_tls"].strip().lower() not in ("0", "false", "no")
         try:

@@ -11,6 +11,7 @@ import pytest
 from scrapeflow_dagster.engine.history import Ledger, connect_readonly
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.inbox import (
+    Skipped,
     Taken,
     accepted_dir,
     done_dir,
@@ -64,7 +65,7 @@ def take(layout: DataLayout, path: Path, partitions: Partitions) -> None:
         )
 
 
-def take_all(layout: DataLayout, partitions: Partitions, **limits: int) -> list[Taken]:
+def take_all(layout: DataLayout, partitions: Partitions, **limits: int) -> list[Taken | Skipped]:
     """One tick's worth of `take_waiting_files` (a budget no test reaches)."""
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
         return list(
@@ -190,3 +191,24 @@ def test_cutting_again_after_a_kill_writes_the_same_parts(layout: DataLayout) ->
     assert {p.name: p.read_bytes() for p in waiting_files(layout)} == parts
     assert len(parts) == 3
     assert not split_into_parts(layout, waiting_files(layout)[0], part_lines=12)
+
+
+def test_an_unreadable_file_is_skipped_not_blocking_the_files_behind_it(
+    layout: DataLayout,
+) -> None:
+    # Read by root, a file's mode stops nothing: this one fails with EIO on every read.
+    broken = layout.inbox_dir / "a-broken.csv"
+    broken.symlink_to("/proc/self/mem")
+    good = drop(layout, "b.csv", 3)
+    partitions = Partitions()
+
+    first = take_all(layout, partitions, max_files=5)
+    second = take_all(layout, partitions, max_files=5)
+
+    assert [type(t) for t in first] == [Skipped, Taken]
+    skipped = first[0]
+    assert isinstance(skipped, Skipped) and skipped.path == broken
+    assert str(broken) in skipped.reason and "cannot be read" in skipped.reason
+    assert partitions.keys == ["k00000", "k00001", "k00002"] and not good.exists()
+    assert broken.is_symlink()  # left where its owner put it
+    assert [type(t) for t in second] == [Skipped]  # said again each tick, still skipped

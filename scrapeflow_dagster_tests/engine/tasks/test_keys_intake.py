@@ -261,6 +261,8 @@ def test_jsonl_file_with_bad_lines(tmp_path: Path) -> None:
         json.dumps({"url": "http://example.com/9", "key": "x" * MAX_LINE_BYTES}),  # 9 too long
         "",  # 10 blank
         json.dumps({"url": "http://example.com/11", "post_payload": {"q": 1}}),  # 11
+        json.dumps({"url": "http://example.com/12", "headers": {"X-Page": 1}}),  # 12
+        json.dumps({"url": "http://example.com/13", "cookies": {"sid": None}}),  # 13
     ]
     path.write_text("\n".join(records) + "\n")
 
@@ -269,11 +271,13 @@ def test_jsonl_file_with_bad_lines(tmp_path: Path) -> None:
     assert [t.line for t in tasks] == [1, 11]
     assert tasks[1].key == request_key("http://example.com/11", method="POST", body={"q": 1})
     by_line = errors_by_line(errors)
-    assert sorted(by_line) == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert sorted(by_line) == [2, 3, 4, 5, 6, 7, 8, 9, 12, 13]
     assert by_line[2].startswith("not valid JSON")
     assert "control character" in by_line[5]
     assert "headers must be an object" in by_line[8]
     assert by_line[9] == f"line is longer than {MAX_LINE_BYTES} bytes"
+    assert by_line[12] == "headers must map names to strings: 'X-Page' is int"
+    assert by_line[13] == "cookies must map names to strings: 'sid' is NoneType"
     assert all(str(e).startswith(f"{path}:{e.line}: ") for e in errors)
 
 
