@@ -36,6 +36,27 @@ def interval_seconds(default_seconds: int) -> int:
     return int(value)
 
 
+def cron_from_env(name: str, default: str) -> str:
+    """The cron schedule in the environment variable `name`, or `default` when it is unset or
+    blank.
+
+    Raises:
+        ValueError: naming the variable when its value is not a cron Dagster accepts (the code
+            location would otherwise fail to load with an error about the schedule only).
+    """
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        # Dagster's own check (the one the schedule would fail on), on a throwaway definition.
+        dg.ScheduleDefinition(name="cron_check", cron_schedule=value, job_name="cron_check")
+    except dg.DagsterInvalidDefinitionError:
+        raise ValueError(
+            f"{name} must be a cron schedule of 5 fields like {default!r}, got {value!r}"
+        ) from None
+    return value
+
+
 @dataclass(frozen=True)
 class ExecutorChain:
     """The executor assets in dependency order, with what each one requires.

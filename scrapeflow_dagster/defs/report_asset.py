@@ -1,9 +1,8 @@
 """The `crawl_report` asset: the crawl's health as numeric metadata the UI plots over time."""
 
-import os
-
 import dagster as dg
 
+from scrapeflow_dagster.defs.automation import cron_from_env
 from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.history.report import crawl_summary
 
@@ -32,9 +31,13 @@ def crawl_report(
     )
 
 
+_REPORT_CRON = cron_from_env(REPORT_CRON_ENV, "*/30 * * * *")
 crawl_report_schedule = dg.ScheduleDefinition(
     name="crawl_report_schedule",
-    cron_schedule=os.environ.get(REPORT_CRON_ENV) or "*/30 * * * *",
+    cron_schedule=_REPORT_CRON,
     target=[crawl_report],
-    description="Every 30 minutes ($SCRAPEFLOW_REPORT_CRON): materialise crawl_report.",
+    description=(
+        f"Cron {_REPORT_CRON!r} (${REPORT_CRON_ENV}, default every 30 minutes): materialise "
+        "crawl_report."
+    ),
 )

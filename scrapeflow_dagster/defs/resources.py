@@ -47,22 +47,27 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     limit), `per_host_delay_seconds` (or robots.txt's longer `Crawl-delay`) apart.
     """
 
-    max_parallelism: int = DEFAULT_MAX_PARALLELISM
-    executor_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
-    request_timeout_seconds: float = _SETTINGS.request_timeout_seconds
-    max_attempts: int = _POLICY.max_attempts
-    max_proxy_attempts: int = _POLICY.max_proxy_attempts
-    backoff_base_seconds: float = _POLICY.backoff_base_seconds
-    backoff_max_seconds: float = _POLICY.backoff_max_seconds
-    retry_after_max_seconds: float = _POLICY.retry_after_max_seconds
-    max_body_bytes: int = _SETTINGS.max_body_bytes
+    # Bounds checked by pydantic when the run starts: an error naming the field, not a run that
+    # silently ignores it (0 parallelism) or fails every task (a 0-byte body cap).
+    max_parallelism: int = Field(default=DEFAULT_MAX_PARALLELISM, gt=0)
+    executor_timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
+    request_timeout_seconds: float = Field(default=_SETTINGS.request_timeout_seconds, gt=0)
+    max_attempts: int = Field(default=_POLICY.max_attempts, ge=1)
+    max_proxy_attempts: int = Field(default=_POLICY.max_proxy_attempts, ge=0)
+    backoff_base_seconds: float = Field(default=_POLICY.backoff_base_seconds, ge=0)
+    backoff_max_seconds: float = Field(default=_POLICY.backoff_max_seconds, ge=0)
+    retry_after_max_seconds: float = Field(default=_POLICY.retry_after_max_seconds, ge=0)
+    max_body_bytes: int = Field(default=_SETTINGS.max_body_bytes, gt=0)
     verify_tls: bool = _SETTINGS.verify_tls
     user_agent: str = _SETTINGS.user_agent  # sent with every request
     block_status_codes: list[int] = Field(default_factory=lambda: list(_POLICY.block_status_codes))
     respect_robots_txt: bool = _POLITE.respect_robots_txt
-    robots_max_age_seconds: float = _POLITE.robots_max_age_seconds  # then robots.txt is re-read
-    max_per_host: int = _POLITE.max_per_host  # requests in flight per host:port, across runs
-    per_host_delay_seconds: float = _POLITE.per_host_delay_seconds  # between starts at a host
+    # Then robots.txt is re-read.
+    robots_max_age_seconds: float = Field(default=_POLITE.robots_max_age_seconds, ge=0)
+    # Requests in flight per host:port, across runs (0: no limit).
+    max_per_host: int = Field(default=_POLITE.max_per_host, ge=0)
+    # Between request starts at one host.
+    per_host_delay_seconds: float = Field(default=_POLITE.per_host_delay_seconds, ge=0)
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -115,11 +120,13 @@ class AutomationSettingsResource(dg.ConfigurableResource):
     `SCRAPEFLOW_REFRESH_MAX_AGE_HOURS`) through `dg.EnvVar` in definitions.
     """
 
-    retry_max_failed_runs: int = _RETRY_DEFAULTS.max_failed_runs  # failed runs in a row, then stop
-    retry_backoff_seconds: int = int(_RETRY_DEFAULTS.backoff_base_seconds)  # doubles per failure
-    retry_backoff_max_seconds: int = int(_RETRY_DEFAULTS.backoff_max_seconds)
+    # Failed runs in a row, then stop.
+    retry_max_failed_runs: int = Field(default=_RETRY_DEFAULTS.max_failed_runs, ge=1)
+    # Doubles per failure.
+    retry_backoff_seconds: int = Field(default=int(_RETRY_DEFAULTS.backoff_base_seconds), ge=0)
+    retry_backoff_max_seconds: int = Field(default=int(_RETRY_DEFAULTS.backoff_max_seconds), ge=0)
     # The refresh schedule re-scrapes successes older than this.
-    refresh_max_age_hours: int = DEFAULT_REFRESH_MAX_AGE_HOURS
+    refresh_max_age_hours: int = Field(default=DEFAULT_REFRESH_MAX_AGE_HOURS, gt=0)
 
     def retry_rules(self) -> RetryRules:
         """The between-runs retry rules these fields describe."""
@@ -147,17 +154,27 @@ class ProxyProviderResource(dg.ConfigurableResource):
     iproyal_api_key: str | None = None  # dg.EnvVar("IPROYAL_API_KEY")
     order_id: str | None = None  # IPRoyal's order, dg.EnvVar("IPROYAL_ORDER_ID")
     base_url: str | None = None
-    error_threshold: float = DEFAULT_PROXY_ERROR_THRESHOLD
-    cooldown_seconds: float = DEFAULT_PROXY_COOLDOWN_SECONDS
+    error_threshold: float = Field(default=DEFAULT_PROXY_ERROR_THRESHOLD, gt=0)
+    cooldown_seconds: float = Field(default=DEFAULT_PROXY_COOLDOWN_SECONDS, ge=0)
 
     def build(self) -> ProxyProvider | None:
         """A fresh provider (its health state lives for one run), or None for `kind="none"`.
 
         Raises:
-            ValueError: naming the kind when it is not one of `ProxyKind`.
+            ValueError: naming the kind when it is not one of `ProxyKind`, the fields given
+                with kind `none`, a `list` or `dict` without proxies, or the first proxy URL
+                that is not usable (without its credentials).
         """
         if self.kind not in get_args(ProxyKind):
             raise ValueError(f"proxy kind {self.kind!r} is not one of {get_args(ProxyKind)}")
+        given = [name for name in _PROXY_SOURCE_FIELDS if getattr(self, name)]
+        if self.kind == "none" and given:
+            # Proxies configured but not switched on: scraping direct would show the real IP
+            # that the user set proxies up to hide.
+            raise ValueError(
+                f"proxy_provider has {', '.join(given)} but kind 'none': set kind "
+                "(SCRAPEFLOW_PROXY_KIND) to the provider they are for, or remove them"
+            )
         common = {
             "error_threshold": self.error_threshold,
             "cooldown_seconds": self.cooldown_seconds,
@@ -168,8 +185,15 @@ class ProxyProviderResource(dg.ConfigurableResource):
                 return None
             case "list":
                 urls = [*self.proxy_urls, *(self.proxy_urls_text or "").split()]
+                if not urls:
+                    raise ValueError(
+                        "proxy_provider kind 'list' has no proxies: set proxy_urls or "
+                        "proxy_urls_text (SCRAPEFLOW_PROXY_URLS)"
+                    )
                 return ProxyProviderFromList(urls, **common)
             case "dict":
+                if not any(self.proxies_by_country.values()):
+                    raise ValueError("proxy_provider kind 'dict' has no proxies_by_country")
                 return ProxyProviderFromDict(self.proxies_by_country, **common)
             case "proxyscrape":
                 return ProxyProviderFromProxyscrape(**service, **common)
@@ -182,6 +206,17 @@ class ProxyProviderResource(dg.ConfigurableResource):
                     api_key=api_key, order_id=self.order_id, **service, **common
                 )
         return None
+
+
+# Fields that only mean something for a provider other than `none`.
+_PROXY_SOURCE_FIELDS = (
+    "proxy_urls",
+    "proxy_urls_text",
+    "proxies_by_country",
+    "api_key",
+    "webshare_api_key",
+    "iproyal_api_key",
+)
 
 
 def _from_env(name: str) -> str | None:

@@ -1,12 +1,11 @@
 """The refresh schedule: re-fetch tasks whose fetch is older than a maximum age."""
 
-import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import ExecutorChain, range_run_requests
+from scrapeflow_dagster.defs.automation import ExecutorChain, cron_from_env, range_run_requests
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
@@ -15,6 +14,7 @@ from scrapeflow_dagster.engine.state.schema import StatusData, is_fresh, is_succ
 
 # Deployment setting, read when the definitions load (Dagster needs the cron then).
 REFRESH_CRON_ENV = "SCRAPEFLOW_REFRESH_CRON"
+REFRESH_CRON_DEFAULT = "0 3 * * *"
 
 
 def stale_keys(
@@ -45,13 +45,15 @@ def build_refresh_schedule(
     root = chain.root
     root_name = root.to_user_string()
 
+    cron = cron_from_env(REFRESH_CRON_ENV, REFRESH_CRON_DEFAULT)
+
     @dg.schedule(
         name="refresh_schedule",
-        cron_schedule=os.environ.get(REFRESH_CRON_ENV) or "0 3 * * *",
+        cron_schedule=cron,
         target=[root],
         description=(
-            f"Daily at 03:00 ($SCRAPEFLOW_REFRESH_CRON): re-run {root_name} for tasks older than "
-            "automation_settings.refresh_max_age_hours (7 days)."
+            f"Cron {cron!r} (${REFRESH_CRON_ENV}, default daily at 03:00): re-run {root_name} "
+            "for tasks older than automation_settings.refresh_max_age_hours."
         ),
     )
     def refresh_schedule(

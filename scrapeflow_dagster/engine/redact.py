@@ -7,8 +7,10 @@ from typing import Any
 
 from yarl import URL
 
-# `scheme://user:pass@host` or `scheme://token@host`, anywhere in a text.
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'\"]+@")
+# `scheme://user:pass@host` or `scheme://token@host`, anywhere in a text, up to the last `@`
+# before the query: a password may hold a `/` or `:` unescaped. (A path with an `@` in it loses
+# its host too: shown too little rather than a password shown.)
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s@'\"?#]*@")
 # API keys passed as query parameters or auth headers that aiohttp may echo in messages.
 _SECRET_PARAMS = re.compile(
     r"(?i)(?P<name>api[_-]?key|apikey|token|password|passwd|secret|auth)=(?P<value>[^&\s'\"]+)"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from scrapeflow_dagster.definitions import defs
 from scrapeflow_dagster.defs.automation import INTERVAL_ENV
@@ -158,8 +159,18 @@ def test_each_engine_stage_imports_only_what_its_docstring_allows() -> None:
     assert found == {}
 
 
-def test_a_bad_sensor_interval_is_named_when_the_location_loads() -> None:
-    env = {**os.environ, INTERVAL_ENV: "30s"}
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        (INTERVAL_ENV, "30s", "must be a whole number of seconds >= 1, got '30s'"),
+        ("SCRAPEFLOW_REFRESH_CRON", "bogus", "must be a cron schedule of 5 fields"),
+        ("SCRAPEFLOW_REPORT_CRON", "*/30 * *", "must be a cron schedule of 5 fields"),
+    ],
+)
+def test_a_bad_deployment_variable_is_named_when_the_location_loads(
+    name: str, value: str, said: str
+) -> None:
+    env = {**os.environ, name: value}
     done = subprocess.run(
         [str(BIN_DIR / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
         cwd=REPO_ROOT,
@@ -169,6 +180,4 @@ def test_a_bad_sensor_interval_is_named_when_the_location_loads() -> None:
         timeout=120,
     )
     assert done.returncode != 0
-    assert f"{INTERVAL_ENV} must be a whole number of seconds >= 1, got '30s'" in (
-        done.stdout + done.stderr
-    )
+    assert f"{name} {said}" in done.stdout + done.stderr

@@ -155,3 +155,33 @@ def test_invalid_settings_are_rejected() -> None:
         ProxyProvider(error_threshold=0)
     with pytest.raises(ValueError, match="cooldown_seconds"):
         ProxyProvider(cooldown_seconds=-1)
+
+
+@pytest.mark.parametrize(
+    ("proxies", "said"),
+    [
+        (["socks5://u:s3cr3t-pw@10.0.0.1:1080"], "proxy_urls[0] (socks5://10.0.0.1:1080): only"),
+        (
+            ["http://10.0.0.1:80", "http://u:s3cr3t-pw@10.0.0.2:notaport"],
+            "proxy_urls[1] (http://10.0.0.2:notaport) is not a valid proxy URL",
+        ),
+        (["http://u:s3cr3t-pw@:8080"], "proxy_urls[0] (http://:8080) is not a valid proxy URL"),
+        (["  "], "proxy_urls[0] must be a proxy URL like http://host:port"),
+    ],
+)
+def test_unusable_proxy_urls_are_refused_by_position_without_credentials(
+    proxies: list[str], said: str
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        ProxyProviderFromList(proxies)
+    assert said in str(refused.value)
+    assert_no_secret(str(refused.value))
+    with pytest.raises(ValueError, match=r"proxies_by_country\['de'\]\[0\]"):
+        ProxyProviderFromDict({"de": ["ftp://10.0.0.1:21"]})
+
+
+def test_a_password_holding_a_slash_is_redacted_too() -> None:
+    from scrapeflow_dagster.engine.redact import redact
+
+    message = "InvalidURL: http://u:s3c/r3t-pw@127.0.0.1:1080 and https://x.test/a?q=1"
+    assert redact(message) == "InvalidURL: http://***@127.0.0.1:1080 and https://x.test/a?q=1"
