@@ -1,6 +1,7 @@
 """Resources: typed configuration that builds engine objects (no live connections here)."""
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -47,34 +48,52 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     limit), `per_host_delay_seconds` (or robots.txt's longer `Crawl-delay`) apart.
     """
 
-    # Bounds checked by pydantic when the run starts: an error naming the field, not a run that
-    # silently ignores it (0 parallelism) or fails every task (a 0-byte body cap).
-    max_parallelism: int = Field(default=DEFAULT_MAX_PARALLELISM, gt=0)
-    executor_timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0)
-    request_timeout_seconds: float = Field(default=_SETTINGS.request_timeout_seconds, gt=0)
-    max_attempts: int = Field(default=_POLICY.max_attempts, ge=1)
-    max_proxy_attempts: int = Field(default=_POLICY.max_proxy_attempts, ge=0)
-    backoff_base_seconds: float = Field(default=_POLICY.backoff_base_seconds, ge=0)
-    backoff_max_seconds: float = Field(default=_POLICY.backoff_max_seconds, ge=0)
-    retry_after_max_seconds: float = Field(default=_POLICY.retry_after_max_seconds, ge=0)
-    max_body_bytes: int = Field(default=_SETTINGS.max_body_bytes, gt=0)
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    executor_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    request_timeout_seconds: float = _SETTINGS.request_timeout_seconds
+    max_attempts: int = _POLICY.max_attempts
+    max_proxy_attempts: int = _POLICY.max_proxy_attempts
+    backoff_base_seconds: float = _POLICY.backoff_base_seconds
+    backoff_max_seconds: float = _POLICY.backoff_max_seconds
+    retry_after_max_seconds: float = _POLICY.retry_after_max_seconds
+    max_body_bytes: int = _SETTINGS.max_body_bytes
     verify_tls: bool = _SETTINGS.verify_tls
     user_agent: str = _SETTINGS.user_agent  # sent with every request
     block_status_codes: list[int] = Field(default_factory=lambda: list(_POLICY.block_status_codes))
     respect_robots_txt: bool = _POLITE.respect_robots_txt
     # Then robots.txt is re-read.
-    robots_max_age_seconds: float = Field(default=_POLITE.robots_max_age_seconds, ge=0)
+    robots_max_age_seconds: float = _POLITE.robots_max_age_seconds
     # Requests in flight per host:port, across runs (0: no limit).
-    max_per_host: int = Field(default=_POLITE.max_per_host, ge=0)
+    max_per_host: int = _POLITE.max_per_host
     # Between request starts at one host.
-    per_host_delay_seconds: float = Field(default=_POLITE.per_host_delay_seconds, ge=0)
+    per_host_delay_seconds: float = _POLITE.per_host_delay_seconds
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
 
         Raises:
-            ValueError: naming the field when a politeness number is negative.
+            ValueError: naming the field when a number is out of bounds (a 0 parallelism or
+                timeout would be ignored, a 0-byte body cap would fail every task).
         """
+        check_bounds(
+            self,
+            positive=(
+                "max_parallelism",
+                "executor_timeout_seconds",
+                "request_timeout_seconds",
+                "max_attempts",
+                "max_body_bytes",
+            ),
+            not_negative=(
+                "max_proxy_attempts",
+                "backoff_base_seconds",
+                "backoff_max_seconds",
+                "retry_after_max_seconds",
+                "robots_max_age_seconds",
+                "max_per_host",
+                "per_host_delay_seconds",
+            ),
+        )
         return ScrapeSettings(
             request_timeout_seconds=self.request_timeout_seconds,
             max_body_bytes=self.max_body_bytes,
@@ -121,15 +140,33 @@ class AutomationSettingsResource(dg.ConfigurableResource):
     """
 
     # Failed runs in a row, then stop.
-    retry_max_failed_runs: int = Field(default=_RETRY_DEFAULTS.max_failed_runs, ge=1)
+    retry_max_failed_runs: int = _RETRY_DEFAULTS.max_failed_runs
     # Doubles per failure.
-    retry_backoff_seconds: int = Field(default=int(_RETRY_DEFAULTS.backoff_base_seconds), ge=0)
-    retry_backoff_max_seconds: int = Field(default=int(_RETRY_DEFAULTS.backoff_max_seconds), ge=0)
+    retry_backoff_seconds: int = int(_RETRY_DEFAULTS.backoff_base_seconds)
+    retry_backoff_max_seconds: int = int(_RETRY_DEFAULTS.backoff_max_seconds)
     # The refresh schedule re-scrapes successes older than this.
-    refresh_max_age_hours: int = Field(default=DEFAULT_REFRESH_MAX_AGE_HOURS, gt=0)
+    refresh_max_age_hours: int = DEFAULT_REFRESH_MAX_AGE_HOURS
+
+    def refresh_max_age_seconds(self) -> float:
+        """`refresh_max_age_hours` in seconds.
+
+        Raises:
+            ValueError: naming the field when it is not > 0.
+        """
+        check_bounds(self, positive=("refresh_max_age_hours",))
+        return self.refresh_max_age_hours * 3600.0
 
     def retry_rules(self) -> RetryRules:
-        """The between-runs retry rules these fields describe."""
+        """The between-runs retry rules these fields describe.
+
+        Raises:
+            ValueError: naming the field when a number is out of bounds.
+        """
+        check_bounds(
+            self,
+            positive=("retry_max_failed_runs",),
+            not_negative=("retry_backoff_seconds", "retry_backoff_max_seconds"),
+        )
         return RetryRules(
             max_failed_runs=self.retry_max_failed_runs,
             backoff_base_seconds=float(self.retry_backoff_seconds),
@@ -154,8 +191,8 @@ class ProxyProviderResource(dg.ConfigurableResource):
     iproyal_api_key: str | None = None  # dg.EnvVar("IPROYAL_API_KEY")
     order_id: str | None = None  # IPRoyal's order, dg.EnvVar("IPROYAL_ORDER_ID")
     base_url: str | None = None
-    error_threshold: float = Field(default=DEFAULT_PROXY_ERROR_THRESHOLD, gt=0)
-    cooldown_seconds: float = Field(default=DEFAULT_PROXY_COOLDOWN_SECONDS, ge=0)
+    error_threshold: float = DEFAULT_PROXY_ERROR_THRESHOLD
+    cooldown_seconds: float = DEFAULT_PROXY_COOLDOWN_SECONDS
 
     def build(self) -> ProxyProvider | None:
         """A fresh provider (its health state lives for one run), or None for `kind="none"`.
@@ -217,6 +254,28 @@ _PROXY_SOURCE_FIELDS = (
     "webshare_api_key",
     "iproyal_api_key",
 )
+
+
+def check_bounds(
+    resource: dg.ConfigurableResource,
+    *,
+    positive: Sequence[str] = (),
+    not_negative: Sequence[str] = (),
+) -> None:
+    """Refuse out-of-bounds numbers, naming the resource and field.
+
+    Checked when the values are used, not by pydantic constraints: a field wired to
+    `dg.EnvVar.int` holds a placeholder 0 until the run resolves it.
+
+    Raises:
+        ValueError: for the first field of `positive` <= 0 or of `not_negative` < 0.
+    """
+    owner = type(resource).__name__
+    for names, bad, wanted in ((positive, "> 0", 0), (not_negative, ">= 0", None)):
+        for name in names:
+            value = getattr(resource, name)
+            if value < 0 or (wanted is not None and value <= wanted):
+                raise ValueError(f"{owner}.{name} must be {bad}, got {value!r}")
 
 
 def _from_env(name: str) -> str | None:

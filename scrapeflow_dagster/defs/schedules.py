@@ -63,7 +63,7 @@ def build_refresh_schedule(
     ) -> list[dg.RunRequest] | dg.SkipReason:
         """Request runs over ranges of stale tasks with `refresh_older_than_seconds` set, so
         tasks in a range that are still fresh are skipped by the run itself."""
-        max_age_seconds = automation_settings.refresh_max_age_hours * 3600.0
+        max_age_seconds = automation_settings.refresh_max_age_seconds()
         statuses = iter_statuses(status_store.layout().status_dir)
         stale, succeeded = stale_keys(statuses, root_name, utc_now(), max_age_seconds)
         if not stale:

@@ -372,3 +372,56 @@ def test_blocked_validation_gets_a_forced_refetch_then_a_new_validation(
     assert partition_statuses(instance, "validation", [key]) == {key: Status.MATERIALIZED}
     status = load_status(layout.status_dir, key)
     assert status is not None and status["validation_status"] == "SUCCESS"
+
+
+def test_a_task_blocked_again_after_its_refetch_gets_a_second_refetch(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    materialize_range: Materialize,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A captcha served every time: each round's refetch is a new run key (the daemon launches
+    a run key once: the same one would leave the task stuck, never re-fetched nor capped)."""
+    from scrapeflow_dagster.site.app import FaultRates, fault_of
+
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "0")
+    n = next(n for n in range(1000) if fault_of(n, 0, FaultRates()) == "captcha")
+    (key,) = add_task_rows([("captcha-always", site_thread.url(f"/mixed/{n}?sticky=1"))])
+    assert materialize_range("scrape", key, key).success
+    run_keys = []
+    for _ in range(2):
+        assert not materialize_range("validation", key, key).success
+        (refetch,) = requests_for(evaluate(retry_sensor, instance, layout), "scrape")
+        run_keys.append(refetch.run_key)
+        assert execute(materialize_range, refetch).success
+        (validation,) = requests_for(evaluate(retry_sensor, instance, layout), "validation")
+        assert covered(instance, [validation]) == {key}
+
+    assert run_keys[0] != run_keys[1], run_keys
+
+
+def test_tasks_done_in_a_run_that_failed_before_reporting_them_are_materialised(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    materialize_range: Materialize,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+) -> None:
+    """Their status files say SUCCESS but Dagster says FAILED (the run failed at start, as a
+    killed one does at its end): the retry sensor has them materialised, or `validation`
+    would wait for them forever."""
+    keys = add_task_rows([(f"done-{n}", site_thread.url(f"/page/{n}")) for n in range(3)])
+    assert materialize_range("scrape", keys[0], keys[-1]).success
+    broken = {"resources": {"proxy_provider": {"config": {"proxy_urls": ["10.0.0.1:3128"]}}}}
+    assert not materialize_range("scrape", keys[0], keys[-1], run_config=broken).success
+    assert partition_statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.FAILED)
+
+    (request,) = requests_for(evaluate(retry_sensor, instance, layout), "scrape")
+    assert covered(instance, [request]) == set(keys)
+    assert execute(materialize_range, request).success
+
+    assert partition_statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
+    (validation,) = requests_for(evaluate(retry_sensor, instance, layout), "validation")
+    assert covered(instance, [validation]) == set(keys)

@@ -2,7 +2,7 @@
 re-fetches after block pages, grouped into few range runs (a large one cut to fill the run
 queue)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +45,17 @@ def plan_catch_up(
     now = utc_now()
     name = asset.key.to_user_string()
     upstream_names = [k.to_user_string() for k in requires]
+    # The run that last planned each failed partition: part of each run key, so that a run
+    # killed before it wrote a status file (SIGKILL, OOM) does not make the retry's run key
+    # the same as the one before it (the daemon launches a run key once).
+    attempts = instance.event_log_storage.get_latest_asset_partition_materialization_attempts_without_materializations(  # noqa: E501
+        asset.key
+    )
     due: list[str] = []
     refetch: list[str] = []
     passable: set[str] = set()
     fingerprint: list[str] = []
+    refetch_fingerprint: list[str] = []
     for key in ordered:
         state = statuses.get(key)
         ready = all(u.get(key) == dg.AssetPartitionStatus.MATERIALIZED for u in upstream)
@@ -62,13 +69,20 @@ def plan_catch_up(
                 decision = decide(status, name, rules, now, requires=upstream_names)
             except StatusFileError:
                 status, decision = None, Decision.GIVE_UP
+            # The failure count and the failed run make each retry a new run key.
+            generation = f"f{failures(status or {}, name)}:{_run_of(attempts, key)}"
             if decision == Decision.DUE:
                 due.append(key)
-                # The failure count makes each retry a new run key (the daemon launches a
-                # run key once).
-                fingerprint.append(f"{key}:f{failures(status or {}, name)}")
+                fingerprint.append(f"{key}:{generation}")
+            elif decision == Decision.DONE:
+                # The status file says it succeeded, but its run failed before saying so to
+                # Dagster (killed after the task ended): a run skips it and materialises it,
+                # which the steps after it wait for.
+                due.append(key)
+                fingerprint.append(f"{key}:done:{_run_of(attempts, key)}")
             elif decision == Decision.REFETCH:
                 refetch.append(key)
+                refetch_fingerprint.append(f"{key}:{generation}")
         elif state is None and requires and ready:
             due.append(key)
             fingerprint.append(f"{key}:m")
@@ -87,9 +101,14 @@ def plan_catch_up(
         ranges=ranges,
         fingerprint="|".join(fingerprint),
         refetch_ranges=refetch_ranges,
-        refetch_fingerprint="|".join(refetch),
+        refetch_fingerprint="|".join(refetch_fingerprint),
         ordered=ordered,
     )
+
+
+def _run_of(attempts: Mapping[str, tuple[str, int]], key: str) -> str:
+    attempt = attempts.get(key)
+    return attempt[0][:8] if attempt else "-"
 
 
 @dataclass(frozen=True)
