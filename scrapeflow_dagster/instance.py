@@ -66,14 +66,22 @@ def postgres_url(url: str) -> tuple[str, bool]:
         PostgresUrlError: naming the URL (without its password) when it is not PostgreSQL.
     """
     parts = urlsplit(url)
-    if parts.scheme == POSTGRES_DRIVER_SCHEME and parts.netloc:
+    # Never the password: whatever precedes the last `@` (a URL without `//` included).
+    shown = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl() if parts.netloc else ""
+    shown = shown or url.rpartition("@")[2]
+    expected = "expected postgresql+psycopg2://user@host:5432/db"
+    scheme_ok = parts.scheme in (POSTGRES_DRIVER_SCHEME, *PLAIN_POSTGRES_SCHEMES)
+    if not (scheme_ok and parts.netloc):
+        raise PostgresUrlError(f"not a PostgreSQL URL: {shown!r} ({expected})")
+    try:
+        parts.port  # noqa: B018  (urllib checks the port when it is read)
+    except ValueError:
+        raise PostgresUrlError(f"the port of {shown!r} is not a number ({expected})") from None
+    if not parts.hostname:
+        raise PostgresUrlError(f"no host in {shown!r} ({expected})")
+    if parts.scheme == POSTGRES_DRIVER_SCHEME:
         return url, False
-    if parts.scheme in PLAIN_POSTGRES_SCHEMES and parts.netloc:
-        return f"{POSTGRES_DRIVER_SCHEME}://{url.split('://', 1)[1]}", True
-    shown = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl() if parts.netloc else url
-    raise PostgresUrlError(
-        f"not a PostgreSQL URL: {shown!r} (expected postgresql+psycopg2://user@host:5432/db)"
-    )
+    return f"{POSTGRES_DRIVER_SCHEME}://{url.split('://', 1)[1]}", True
 
 
 def dagster_yaml(
@@ -139,6 +147,8 @@ def init_dagster_home(
     if config.exists() and config.read_text() != wanted and not force:
         raise HomeConflictError(f"{config} exists with other settings (use --force to replace)")
     config.write_text(wanted)
+    if postgres is not None and urlsplit(postgres).password:
+        config.chmod(0o600)  # it holds the database password: readable by its owner only
     return home
 
 

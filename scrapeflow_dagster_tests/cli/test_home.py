@@ -64,9 +64,18 @@ def test_home_init_refuses_a_url_that_is_not_postgres_without_showing_its_passwo
     before = (dagster_home / "dagster.yaml").read_text()
 
     done = run_command("scrapeflow", "home", "init", "--postgres", "mysql://me:s3cret@db/x")
+    no_scheme = run_command("scrapeflow", "home", "init", "--postgres", "me:s3cret@db:5432/x")
+    bad_port = run_command(
+        "scrapeflow", "home", "init", "--postgres", "postgresql://me:s3cret@db:notaport/x"
+    )
 
     assert done.returncode == 2
     assert "mysql://db/x" in done.stderr and "s3cret" not in done.stderr
+    assert no_scheme.returncode == 2 and "'db:5432/x'" in no_scheme.stderr
+    assert bad_port.returncode == 2 and "the port of 'postgresql://db:notaport/x'" in (
+        bad_port.stderr
+    )
+    assert "s3cret" not in no_scheme.stderr + bad_port.stderr
     assert (dagster_home / "dagster.yaml").read_text() == before
 
 
@@ -110,3 +119,12 @@ def test_home_init_celery_broker_writes_the_env_line_the_dagster_commands_load(
     assert (tmp_path / ".env").read_text() == (
         "OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=redis://127.0.0.1:6379/5\n"
     )
+
+
+def test_a_home_whose_url_holds_a_password_is_readable_by_its_owner_only(
+    dagster_home: Path,
+) -> None:
+    from scrapeflow_dagster.instance import init_dagster_home
+
+    init_dagster_home(force=True, postgres="postgresql+psycopg2://me:s3cret@127.0.0.1:5432/x")
+    assert (dagster_home / "dagster.yaml").stat().st_mode & 0o777 == 0o600
