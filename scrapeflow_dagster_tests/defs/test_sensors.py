@@ -425,3 +425,35 @@ def test_tasks_done_in_a_run_that_failed_before_reporting_them_are_materialised(
     assert partition_statuses(instance, "scrape", keys) == dict.fromkeys(keys, Status.MATERIALIZED)
     (validation,) = requests_for(evaluate(retry_sensor, instance, layout), "validation")
     assert covered(instance, [validation]) == set(keys)
+
+
+def test_steps_after_a_refreshed_fetch_run_again_but_not_after_a_skipping_run(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    materialize_range: Materialize,
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+) -> None:
+    keys = add_task_rows([(f"fresh-{n}", site_thread.url(f"/page/{n}")) for n in range(4)])
+    for asset in ("scrape", "validation", "pages"):
+        assert materialize_range(asset, keys[0], keys[-1]).success
+    # A run over fresh tasks skips them (and materialises them again): nothing changed.
+    assert materialize_range("scrape", keys[0], keys[-1]).success
+    assert requests_for(evaluate(retry_sensor, instance, layout), "validation") == []
+    before = load_status(layout.status_dir, keys[1])
+    assert before is not None
+
+    # A refresh fetches two of them again: what was built from the old bodies is stale.
+    forced = {"ops": {"scrape": {"config": {"force": True}}}}
+    assert materialize_range("scrape", keys[1], keys[2], run_config=forced).success
+    (validation,) = requests_for(evaluate(retry_sensor, instance, layout), "validation")
+    assert covered(instance, [validation]) == {keys[1], keys[2]}
+    assert execute(materialize_range, validation).success
+    (pages,) = requests_for(evaluate(retry_sensor, instance, layout), "pages")
+    assert covered(instance, [pages]) == {keys[1], keys[2]}
+    assert execute(materialize_range, pages).success
+
+    after = load_status(layout.status_dir, keys[1])
+    assert after is not None and after["pages_last_run"] > before["pages_last_run"]
+    assert requests_for(evaluate(retry_sensor, instance, layout), "validation") == []
+    assert requests_for(evaluate(retry_sensor, instance, layout), "pages") == []

@@ -21,7 +21,7 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.retry.between_runs import Decision, RetryRules, decide
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status
-from scrapeflow_dagster.engine.state.schema import failures, utc_now
+from scrapeflow_dagster.engine.state.schema import failures, ran_after, utc_now
 
 
 def plan_catch_up(
@@ -51,6 +51,10 @@ def plan_catch_up(
     attempts = instance.event_log_storage.get_latest_asset_partition_materialization_attempts_without_materializations(  # noqa: E501
         asset.key
     )
+    # Where an upstream step materialised after this one (a refresh re-fetched the page):
+    # candidates for a re-run, confirmed by the status file (a run that skipped a fresh task
+    # materialises it again without changing it).
+    own_ids, upstream_ids = _materialisation_ids(instance, asset.key, requires)
     due: list[str] = []
     refetch: list[str] = []
     passable: set[str] = set()
@@ -60,6 +64,12 @@ def plan_catch_up(
         state = statuses.get(key)
         ready = all(u.get(key) == dg.AssetPartitionStatus.MATERIALIZED for u in upstream)
         if state == dg.AssetPartitionStatus.MATERIALIZED:
+            newest_upstream = max((ids.get(key, 0) for ids in upstream_ids), default=0)
+            if ready and newest_upstream > own_ids.get(key, 0):
+                if _upstream_ran_after(status_dir, key, name, upstream_names):
+                    due.append(key)
+                    fingerprint.append(f"{key}:u{newest_upstream}")
+                    continue
             passable.add(key)
         elif state == dg.AssetPartitionStatus.FAILED and ready:
             # Not ready: Dagster also marks FAILED the tasks a failed run skipped for a missing
@@ -104,6 +114,27 @@ def plan_catch_up(
         refetch_fingerprint="|".join(refetch_fingerprint),
         ordered=ordered,
     )
+
+
+def _materialisation_ids(
+    instance: dg.DagsterInstance, asset: dg.AssetKey, requires: Sequence[dg.AssetKey]
+) -> tuple[Mapping[str, int], list[Mapping[str, int]]]:
+    """The latest materialisation's storage id per partition of `asset` and of each of
+    `requires` (one query each)."""
+    storage = instance.event_log_storage
+    kind = dg.DagsterEventType.ASSET_MATERIALIZATION
+    if not requires:
+        return {}, []
+    own = storage.get_latest_storage_id_by_partition(asset, kind)
+    return own, [storage.get_latest_storage_id_by_partition(up, kind) for up in requires]
+
+
+def _upstream_ran_after(status_dir: Path, key: str, name: str, upstream: Sequence[str]) -> bool:
+    try:
+        status = load_status(status_dir, key)
+    except StatusFileError:
+        return False  # the run would fail on it too: left to the failed-task path
+    return status is not None and any(ran_after(status, up, name) for up in upstream)
 
 
 def _run_of(attempts: Mapping[str, tuple[str, int]], key: str) -> str:
