@@ -182,6 +182,19 @@ def test_a_file_of_tasks_already_materialised_asks_for_no_run(
     assert not path.exists()
 
 
+def test_a_tick_that_took_only_refused_lines_says_so_in_its_skip_reason(
+    layout: DataLayout, instance: dg.DagsterInstance
+) -> None:
+    (layout.inbox_dir / "bad.csv").write_text("key,url\nbad-1,ftp://example.com/x\n")
+
+    result = evaluate(inbox_sensor, instance, layout)
+
+    assert isinstance(result, dg.SkipReason)
+    assert result.skip_message is not None
+    assert "bad.csv: 0 tasks (0 new), 1 refused, 0 runs" in result.skip_message
+    assert "no task files" not in result.skip_message
+
+
 # Retry sensor.
 
 

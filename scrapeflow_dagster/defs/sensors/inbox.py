@@ -92,6 +92,7 @@ def build_inbox_sensor(
         """
         layout = status_store.layout()
         instance = context.instance
+        said: list[str] = []  # what this tick did, for the skip reason when it asks for no run
         with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
             for taken in take_waiting_files(
                 layout,
@@ -103,14 +104,17 @@ def build_inbox_sensor(
             ):
                 if isinstance(taken, Skipped):
                     context.log.warning(taken.reason)
+                    said.append(taken.reason)
                     continue
                 batch = taken.batch
                 for error in taken.errors[:20]:
                     context.log.warning(error)
-                context.log.info(
+                line = (
                     f"{batch.source}: {batch.tasks} tasks ({batch.new} new), {batch.refused} "
                     f"refused, {len(batch.ranges)} runs; moved to done/{batch.stored_as}"
                 )
+                context.log.info(line)
+                said.append(line)
         runs: list[dg.RunRequest] = []
         batches = pending_batches(layout)
         ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME) if batches else []
@@ -121,6 +125,8 @@ def build_inbox_sensor(
             else:
                 runs.extend(requests)
         if not runs:
+            if said:  # files were taken (none with tasks to run) or could not be read
+                return dg.SkipReason("; ".join(said))
             return dg.SkipReason(f"no task files in {layout.inbox_dir}")
         return dg.SensorResult(run_requests=runs)
 
