@@ -20,7 +20,11 @@ from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
 from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
 from scrapeflow_dagster.scaleout.local import takes_in_process_config
-from scrapeflow_dagster.scaleout.shards import shard_resources
+from scrapeflow_dagster.scaleout.shards import (
+    SHARD_IO_MANAGER_KEY,
+    ShardReportsIOManager,
+    shard_resources,
+)
 
 
 def default_resources() -> dict[str, Any]:
@@ -73,9 +77,24 @@ def scrapeflow_definitions(
             build_refresh_schedule(executor_assets, in_process_small_runs=local),
             crawl_report_schedule,
         ],
-        resources={**default_resources(), **(resources or {})},
+        resources=_with_shard_reports_beside_the_data(resources or {}),
         executor=executor,
     )
+
+
+def _with_shard_reports_beside_the_data(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The default resources with `given` in their place; shard plans and reports go to the
+    data dir of a given `status_store` (unless their IO manager is given too): every step of a
+    sharded run, on any Celery worker, reads them where the collect step removes them."""
+    merged = {**default_resources(), **given}
+    store = given.get("status_store")
+    if (
+        SHARD_IO_MANAGER_KEY not in given
+        and isinstance(store, StatusStoreResource)
+        and store.data_dir is not None
+    ):
+        merged[SHARD_IO_MANAGER_KEY] = ShardReportsIOManager(data_dir=store.data_dir)
+    return merged
 
 
 def _frontier_sensors(

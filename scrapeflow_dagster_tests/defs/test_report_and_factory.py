@@ -2,6 +2,7 @@
 with `scrapeflow_definitions` cover a user's own executor in the sensors."""
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -10,8 +11,14 @@ from scrapeflow_dagster.defs.assets import executor_assets
 from scrapeflow_dagster.defs.executor_assets import executor_asset
 from scrapeflow_dagster.defs.factory import scrapeflow_definitions
 from scrapeflow_dagster.defs.report_asset import crawl_report
+from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.executor import taskify
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.scaleout.shards import (
+    SHARD_IO_MANAGER_KEY,
+    SHARD_REPORTS_DIR,
+    ShardReportsIOManager,
+)
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
 from scrapeflow_dagster_tests.support.partitions import partition_statuses
@@ -76,3 +83,18 @@ def test_the_factory_covers_a_user_executor_in_both_sensors(
 
     wanted = [r for r in result.run_requests if r.asset_selection == [dg.AssetKey("word_count")]]
     assert wanted, [r.asset_selection for r in result.run_requests]
+
+
+def test_shard_reports_follow_a_data_dir_given_to_the_factory(
+    tmp_path: Path, layout: DataLayout
+) -> None:
+    elsewhere = tmp_path / "shared-mount"
+    defs = scrapeflow_definitions(
+        executor_assets, resources={"status_store": StatusStoreResource(data_dir=str(elsewhere))}
+    )
+    default = scrapeflow_definitions(executor_assets)
+
+    reports = defs.resources[SHARD_IO_MANAGER_KEY]
+    assert isinstance(reports, ShardReportsIOManager)
+    assert reports.root() == elsewhere.resolve() / SHARD_REPORTS_DIR
+    assert default.resources[SHARD_IO_MANAGER_KEY].root() == layout.root / SHARD_REPORTS_DIR
