@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from scrapeflow_dagster.cli import common
+from scrapeflow_dagster.dagster_cli import CELERY_BROKER_ENV
 from scrapeflow_dagster.engine.redact import redact
 
 
@@ -57,8 +58,11 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     worker.add_argument(
         "--broker",
         metavar="URL",
-        default=os.environ.get("SCRAPEFLOW_CELERY_BROKER"),
-        help="the Redis broker, e.g. redis://host:6379/0 (default $SCRAPEFLOW_CELERY_BROKER)",
+        default=os.environ.get(CELERY_BROKER_ENV) or _from_dotenv(CELERY_BROKER_ENV),
+        help=(
+            "the Redis broker, e.g. redis://host:6379/0 (default $SCRAPEFLOW_CELERY_BROKER, "
+            "else that line of ./.env, where `home init --celery-broker` writes it)"
+        ),
     )
     worker.add_argument(
         "--concurrency",
@@ -137,17 +141,28 @@ def cmd_home_init(args: argparse.Namespace) -> int:
     print(f"Dagster home ready ({storage}): {home / 'dagster.yaml'}")
     print(f"export DAGSTER_HOME={home}")
     if args.celery_broker is not None:
-        from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
-
         env_file = write_env_line(Path(".env"), CELERY_BROKER_ENV, args.celery_broker)
         print(f"Celery executor: {CELERY_BROKER_ENV} written to {env_file.resolve()};")
         print("start workers with `scrapeflow worker` (from this folder) on every machine")
+    elif _from_dotenv(CELERY_BROKER_ENV) is not None:
+        # A home without Celery: a broker line left in ./.env would still send steps to it.
+        write_env_line(Path(".env"), CELERY_BROKER_ENV, None)
+        print(f"{CELERY_BROKER_ENV} removed from {Path('.env').resolve()}: runs stay on this host")
     return 0
 
 
-def write_env_line(path: Path, name: str, value: str) -> Path:
-    """Set `name=value` in the dotenv file `path`, keeping its other lines; returns `path`."""
+def write_env_line(path: Path, name: str, value: str | None) -> Path:
+    """Set `name=value` in the dotenv file `path`, keeping its other lines (None: remove the
+    line); returns `path`."""
     lines = path.read_text().splitlines() if path.exists() else []
     kept = [line for line in lines if not line.strip().startswith(f"{name}=")]
-    path.write_text("\n".join([*kept, f"{name}={value}"]) + "\n")
+    path.write_text("\n".join([*kept, *([f"{name}={value}"] if value else [])]) + "\n")
     return path
+
+
+def _from_dotenv(name: str) -> str | None:
+    """`name` from `./.env`, the file the `dagster` commands load from the project folder."""
+    from dotenv import dotenv_values  # Dagster's own dependency, which reads the same file
+
+    path = Path(".env")
+    return dotenv_values(path).get(name) if path.is_file() else None

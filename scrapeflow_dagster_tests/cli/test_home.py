@@ -128,3 +128,20 @@ def test_a_home_whose_url_holds_a_password_is_readable_by_its_owner_only(
 
     init_dagster_home(force=True, postgres="postgresql+psycopg2://me:s3cret@127.0.0.1:5432/x")
     assert (dagster_home / "dagster.yaml").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_worker_and_a_later_home_init_read_the_broker_line_of_dot_env(
+    run_command: Run, tmp_path: Path
+) -> None:
+    no_broker = run_command("scrapeflow", "worker")
+    (tmp_path / ".env").write_text("OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=amqp://me@mq//\n")
+
+    from_dotenv = run_command("scrapeflow", "worker")
+    embedded = run_command("scrapeflow", "home", "init", "--force")
+
+    assert no_broker.returncode == 2 and "worker: no broker" in no_broker.stderr
+    # The broker came from ./.env (refused only for being AMQP).
+    assert from_dotenv.returncode == 2 and "'amqp://***@mq//': only Redis" in from_dotenv.stderr
+    assert embedded.returncode == 0, embedded.stderr
+    assert "SCRAPEFLOW_CELERY_BROKER removed from" in embedded.stdout
+    assert (tmp_path / ".env").read_text() == "OTHER=kept\n"
