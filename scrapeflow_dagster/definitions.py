@@ -14,4 +14,6 @@ from scrapeflow_dagster.scaleout.local import local_executor
 
 # Celery when the environment names a broker; else Dagster's default executor with step
 # processes forked from a preloaded server (seconds per step saved, `scaleout.local`).
-defs = scrapeflow_definitions(executor_assets, executor=executor_from_env() or local_executor())
+defs = scrapeflow_definitions(
+    executor_assets, executor=executor_from_env() or local_executor(__name__)
+)

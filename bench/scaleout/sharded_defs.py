@@ -12,5 +12,5 @@ from scrapeflow_dagster.scaleout.shards import shard_resources
 # The shipped location's executors: Celery with a broker, else forked step processes.
 defs = dg.Definitions.merge(
     scrapeflow_definitions([sharded_executor_asset(scrape)], resources=shard_resources()),
-    dg.Definitions(executor=executor_from_env() or local_executor()),
+    dg.Definitions(executor=executor_from_env() or local_executor(__name__)),
 )

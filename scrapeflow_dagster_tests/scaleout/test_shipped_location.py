@@ -69,6 +69,10 @@ def test_sharding_and_celery_follow_the_environment(
     assert found["ops"] == expected_ops
     assert found["executor"] == executor
     if executor == LOCAL:
-        assert found["default_config"] == {"multiprocess": {"start_method": {"forkserver": {}}}}
+        forkserver = found["default_config"]["multiprocess"]["start_method"]["forkserver"]
+        # The server imports the location once; each step is forked from it with it loaded
+        # (Dagster preloads only its executor module once a forkserver config is given).
+        assert forkserver["preload_modules"][0] == "dagster"
+        assert "scrapeflow_dagster.definitions" in forkserver["preload_modules"]
     # Present either way (unused when unsharded): user chains may mix both kinds of asset.
     assert {"shard_settings", "shard_io_manager"} <= set(found["resources"])
