@@ -151,9 +151,9 @@ class AutomationSettingsResource(dg.ConfigurableResource):
         """`refresh_max_age_hours` in seconds.
 
         Raises:
-            ValueError: naming the field when it is not > 0.
+            ValueError: naming the field when it is negative (0: every success is stale).
         """
-        check_bounds(self, positive=("refresh_max_age_hours",))
+        check_bounds(self, not_negative=("refresh_max_age_hours",))
         return self.refresh_max_age_hours * 3600.0
 
     def retry_rules(self) -> RetryRules:

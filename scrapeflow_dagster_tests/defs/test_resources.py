@@ -49,8 +49,10 @@ def test_automation_settings_refuse_a_cap_of_zero_failed_runs() -> None:
         AutomationSettingsResource(retry_max_failed_runs=0).retry_rules()
     with pytest.raises(ValueError, match=r"retry_backoff_seconds must be >= 0, got -1"):
         AutomationSettingsResource(retry_backoff_seconds=-1).retry_rules()
-    with pytest.raises(ValueError, match=r"refresh_max_age_hours must be > 0, got 0"):
-        AutomationSettingsResource(refresh_max_age_hours=0).refresh_max_age_seconds()
+    with pytest.raises(ValueError, match=r"refresh_max_age_hours must be >= 0, got -1"):
+        AutomationSettingsResource(refresh_max_age_hours=-1).refresh_max_age_seconds()
+    # 0 is a setting: every success counts as stale (refresh all on each tick).
+    assert AutomationSettingsResource(refresh_max_age_hours=0).refresh_max_age_seconds() == 0
 
 
 def test_bounds_hold_for_fields_wired_to_environment_variables(
