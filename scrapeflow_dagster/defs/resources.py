@@ -89,10 +89,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 "backoff_base_seconds",
                 "backoff_max_seconds",
                 "retry_after_max_seconds",
-                "robots_max_age_seconds",
-                "max_per_host",
-                "per_host_delay_seconds",
-            ),
+            ),  # the politeness numbers: `PoliteSettings` checks them
         )
         return ScrapeSettings(
             request_timeout_seconds=self.request_timeout_seconds,

@@ -20,7 +20,7 @@ PASSWORD = "s3cr3t-pw-RES"
         ("request_timeout_seconds", 0),
         ("executor_timeout_seconds", -1),
         ("max_body_bytes", 0),
-        ("max_per_host", -1),
+        ("backoff_base_seconds", -1),
     ],
 )
 def test_scrape_settings_out_of_bounds_fail_the_run_naming_the_field(
