@@ -223,13 +223,18 @@ def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
     keys = store_tasks(layout, [(f"fresh-{n}", site_thread.url(f"/page/{n}")) for n in range(5)])
     with dg.DagsterInstance.get() as instance:
         add_task_partitions(instance, keys)
-    command = materialize_range_command("scrape", keys[0], keys[-1])
-    done = subprocess.run(command, env=daemon.env, cwd=REPO_ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    before = {k: load_status(layout.status_dir, k)["scrape_last_run"] for k in keys}  # type: ignore[index]
+    for asset in ("scrape", "validation", "pages"):
+        command = materialize_range_command(asset, keys[0], keys[-1])
+        done = subprocess.run(
+            command, env=daemon.env, cwd=REPO_ROOT, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    before = {k: load_status(layout.status_dir, k) for k in keys}
     # Every minute, and every task counts as stale: the next minute's tick refreshes them all.
     daemon.env |= {"SCRAPEFLOW_REFRESH_CRON": "* * * * *", "SCRAPEFLOW_REFRESH_MAX_AGE_HOURS": "0"}
     assert "Started schedule" in daemon.cli("schedule", "start", "refresh_schedule")
+    # The retry sensor then re-runs the steps built from the old bodies.
+    assert "Started" in daemon.cli("sensor", "start", "retry_sensor")
     daemon.start()
 
     with dg.DagsterInstance.get() as instance:
@@ -244,4 +249,15 @@ def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
         )
     for key in keys:
         status = load_status(layout.status_dir, key)
-        assert status is not None and status["scrape_last_run"] > before[key]
+        assert status is not None
+        assert status["scrape_last_run"] > before[key]["scrape_last_run"]  # type: ignore[index]
+
+    def rebuilt() -> bool:
+        statuses = [load_status(layout.status_dir, k) or {} for k in keys]
+        return all(s.get("pages_last_run", "") > s.get("scrape_last_run", "~") for s in statuses)
+
+    daemon.wait_until(rebuilt, "validation and pages run again on the refreshed bodies")
+    with dg.DagsterInstance.get() as instance:
+        for asset in ("validation", "pages"):
+            statuses = partition_statuses(instance, asset, keys)
+            assert statuses == dict.fromkeys(keys, Status.MATERIALIZED), asset
