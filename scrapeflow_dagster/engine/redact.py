@@ -42,7 +42,22 @@ def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
     a POST payload, at any depth) becomes `***`. The status file keeps the real params: the
     task needs them to run.
     """
-    return {name: _redact_value(name, value) for name, value in params.items()}
+    redacted = {}
+    for name, value in params.items():
+        # Most params are plain text and numbers under harmless names (the crawl settings a
+        # discovered task inherits): those are kept without a call per value.
+        if type(name) is str and not _is_secret_name(name):
+            kind = type(value)
+            if kind is str:
+                if "@" in value or "=" in value:
+                    value = redact(value)
+                redacted[name] = value
+                continue
+            if kind is int or value is None:
+                redacted[name] = value
+                continue
+        redacted[name] = _redact_value(name, value)
+    return redacted
 
 
 @functools.lru_cache(maxsize=1024)

@@ -21,13 +21,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from scrapeflow_dagster.engine.crawl import journal
 from scrapeflow_dagster.engine.crawl.scope import (
     ADDED,
     DISALLOWED,
     KNOWN,
+    OUT_OF_SCOPE,
     OVER_BUDGET,
     Rules,
     identify,
@@ -243,6 +243,7 @@ def _plan(
     stamp = now.isoformat()
     # Pages of a site repeat links (menus, footers): each is canonicalised and hashed once.
     identities: dict[object, LinkIdentity | None] = {}
+    rows = batch.rows
     for parent in parents:
         rules = Rules.of(parent.settings)
         crawl = parent.crawl
@@ -258,15 +259,18 @@ def _plan(
                 link = identities[raw] = identify(raw)
             except TypeError:  # not hashable: not a URL either
                 link = None
-            row: dict[str, Any] = {
-                "crawl": crawl,
-                "parent": parent.key,
-                "depth": child_depth,
-                "discovered_at": stamp,
-            }
-            batch.rows.append(row)
             if link is None:
-                row.update(url=str(raw), child=None, outcome="out_of_scope")
+                rows.append(
+                    {
+                        "crawl": crawl,
+                        "parent": parent.key,
+                        "depth": child_depth,
+                        "discovered_at": stamp,
+                        "url": str(raw),
+                        "child": None,
+                        "outcome": OUT_OF_SCOPE,
+                    }
+                )
                 continue
             short = link.fingerprint[:SHORT_FINGERPRINT]
             outcome = rules.judge(
@@ -277,7 +281,17 @@ def _plan(
             # The seed is a task of its crawl too.
             if outcome is None and budget is not None and 1 + sizes.get(crawl, 0) >= budget:
                 outcome = OVER_BUDGET
-            row.update(url=link.url, child=link.key, outcome=outcome or ADDED)
+            rows.append(
+                {
+                    "crawl": crawl,
+                    "parent": parent.key,
+                    "depth": child_depth,
+                    "discovered_at": stamp,
+                    "url": link.url,
+                    "child": link.key,
+                    "outcome": outcome or ADDED,
+                }
+            )
             if outcome is not None:
                 continue
             known.add(short)

@@ -81,7 +81,7 @@ class Rules:
             return OUT_OF_SCOPE
         if self.allow and not any(p.search(link.url) for p in self.allow):
             return OUT_OF_SCOPE
-        if any(p.search(link.url) for p in self.deny):
+        if self.deny and any(p.search(link.url) for p in self.deny):
             return DENIED
         if known:
             return KNOWN

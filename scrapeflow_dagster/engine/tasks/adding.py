@@ -8,6 +8,7 @@ from pathlib import Path
 
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
+from scrapeflow_dagster.engine.state.atomic import create_files_atomic, json_bytes
 from scrapeflow_dagster.engine.state.files import create_status, load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, StatusData, new_status, utc_now
@@ -51,6 +52,8 @@ def add_tasks(
     report = AddReport()
     seen: dict[str, TaskSpec] = {}
     now = utc_now()
+    items = list(items)
+    created = _create_unlisted(status_dir, items, stored_keys) if stored_keys is not None else {}
     for item in items:
         if isinstance(item, LineError):
             report.errors.append(item)
@@ -65,7 +68,9 @@ def add_tasks(
             continue
         listed = stored_keys is None or item.key in stored_keys
         try:
-            stored = _store(status_dir, item, look_first=listed)
+            stored = _store(
+                status_dir, item, look_first=listed, created=created.pop(item.key, None)
+            )
         except StatusFileError as exc:
             report.errors.append(LineError(item.path, item.line, str(exc)))
             continue
@@ -96,16 +101,40 @@ def _is_stored(status_dir: Path, key: str, stored_keys: Container[str] | None) -
     return os.path.exists(os.path.join(status_dir, key + STATUS_SUFFIX))
 
 
-def _store(status_dir: Path, item: TaskSpec, *, look_first: bool) -> StatusData | None:
+def _create_unlisted(
+    status_dir: Path, items: list[Item], stored_keys: Container[str]
+) -> dict[str, bool]:
+    """Create the first status of every task whose key was not listed, in one pass over the
+    folder (`create_files_atomic`); whether each was created, by key (False: it existed)."""
+    todo: dict[str, bytes] = {}
+    for item in items:
+        if isinstance(item, LineError):
+            continue
+        key = item.key
+        if item.legacy_key is not None and _is_stored(status_dir, item.legacy_key, stored_keys):
+            continue  # it keeps its legacy key, which is stored
+        if key not in stored_keys and key not in todo:
+            todo[key] = json_bytes(new_status(key, item.params))
+    names = [(key + STATUS_SUFFIX, data) for key, data in todo.items()]
+    return dict(zip(todo, create_files_atomic(status_dir, names), strict=True))
+
+
+def _store(
+    status_dir: Path, item: TaskSpec, *, look_first: bool, created: bool | None = None
+) -> StatusData | None:
     """The status `item.key` already had, or None when its first status was written now.
+
+    `created` says what `_create_unlisted` did for it (None: it did not try).
 
     Raises:
         StatusFileError: when the stored status is corrupt or foreign, or vanished.
     """
-    stored = load_status(status_dir, item.key) if look_first else None
+    if created is True:
+        return None
+    stored = load_status(status_dir, item.key) if look_first and created is None else None
     if stored is not None:
         return stored
-    if create_status(status_dir, item.key, new_status(item.key, item.params)):
+    if created is None and create_status(status_dir, item.key, new_status(item.key, item.params)):
         return None
     # Another process stored it since we looked (or since the caller listed the folder).
     stored = load_status(status_dir, item.key)

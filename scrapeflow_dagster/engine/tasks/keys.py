@@ -175,7 +175,9 @@ def _readable_key(parsed: URL, fingerprint: str, method: str) -> str:
     host = _host_slug(parsed.raw_host or "")
     segments = [s for s in parsed.path.split("/") if s][-_SLUG_SEGMENTS:]
     slug = _SLUG_UNSAFE.sub("-", "-".join(segments).lower()).strip("-")[:_MAX_SLUG_CHARS]
-    slug = _DOTS.sub(".", slug).strip("-.")
+    if ".." in slug:  # the regex is only needed then (discovery makes a key per link)
+        slug = _DOTS.sub(".", slug)
+    slug = slug.strip("-.")
     prefix = "post-" if method.upper() == "POST" else ""
     return "-".join(
         p for p in (host, prefix + slug if slug else prefix.rstrip("-"), fingerprint) if p
