@@ -247,6 +247,7 @@ def rows_discovery(data: dict[str, Any], _out: str) -> list[Row]:
         ],
         ["discovery", "CPU seconds", r.get("cpu_seconds"), "", "-"],
         ["discovery", "/ add_tasks of the same tasks", r.get("ratio_to_baseline"), "", "-"],
+        ["discovery", "/ as many plain file creations", r.get("ratio_to_files_floor"), "", "-"],
     ]
 
 

@@ -10,7 +10,12 @@ output lists `--links` distinct in-scope links each (plus one link back to the s
               spool the frontier rows (the DuckDB sync at the end is timed apart);
   again       the same call: every parent already expanded (what a sensor tick costs);
   baseline    `add_tasks` of the same new tasks in another fresh data dir: what storing them
-              costs without discovery (the ratio shows discovery's own share).
+              costs without discovery (the ratio shows discovery's own share);
+  files floor as many files of the same size created one by one (`open(O_EXCL)`, write,
+              close: not atomic) in a fresh folder of the same file system, right after: what
+              the disk asks for 100,000 new files at that moment. On the ext4 of the machine
+              these were measured on it moved 3-14 s from one minute to the next, with how many
+              files had been deleted just before: read discovery against it.
 """
 
 import argparse
@@ -87,6 +92,7 @@ def measure(root: Path, pages: int, links: int) -> dict[str, Any]:
         add_tasks(base_layout, specs, ledger=base_ledger)
         base_ledger.flush()
         baseline_seconds = time.perf_counter() - started
+    floor_seconds = files_floor(root / "floor", len(children), _mean_status_size(layout, children))
     return {
         "pages": pages,
         "links": pages * (links + 1),
@@ -101,8 +107,28 @@ def measure(root: Path, pages: int, links: int) -> dict[str, Any]:
         "again_added": len(again.keys),
         "baseline_add_tasks_seconds": baseline_seconds,
         "ratio_to_baseline": seconds / baseline_seconds if baseline_seconds else None,
+        "files_floor_seconds": floor_seconds,
+        "ratio_to_files_floor": seconds / floor_seconds if floor_seconds else None,
         "target_ok": seconds < TARGET_SECONDS,
     }
+
+
+def _mean_status_size(layout: DataLayout, children: list[dict[str, Any]]) -> int:
+    sample = [c["key"] for c in children[:: max(1, len(children) // 100)]]
+    sizes = [os.path.getsize(layout.status_dir / f"{key}.status.json") for key in sample]
+    return sum(sizes) // len(sizes) if sizes else 0
+
+
+def files_floor(folder: Path, count: int, size: int) -> float:
+    """Seconds to create `count` files of `size` bytes in a new `folder`, plainly."""
+    folder.mkdir()
+    data = b"x" * size
+    started = time.perf_counter()
+    for n in range(count):
+        fd = os.open(folder / f"{n}.status.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -131,6 +157,11 @@ def main() -> None:
                 round(result["baseline_add_tasks_seconds"], 2),
             ],
             ["discovery / baseline", round(result["ratio_to_baseline"] or 0, 2)],
+            [
+                "files floor: as many plain file creations, s",
+                round(result["files_floor_seconds"], 2),
+            ],
+            ["discovery / files floor", round(result["ratio_to_files_floor"] or 0, 2)],
         ],
         title="discovery",
     )

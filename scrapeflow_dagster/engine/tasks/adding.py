@@ -10,9 +10,13 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
 from scrapeflow_dagster.engine.state.atomic import create_files_atomic, json_bytes
 from scrapeflow_dagster.engine.state.files import create_status, load_status
+from scrapeflow_dagster.engine.state.files import stored_keys as list_stored_keys
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, StatusData, new_status, utc_now
 from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec
+
+# From this many tasks on, one listing of the status folder is cheaper than a lookup per task.
+LIST_FOLDER_FROM = 1_000
 
 
 @dataclass
@@ -44,8 +48,10 @@ def add_tasks(
         items: tasks, and the errors of lines that were not tasks.
         ledger: where new tasks are recorded for DuckDB.
         stored_keys: the keys that had a status file when the caller listed the folder
-            (`state.files.stored_keys`); a key outside it is created without a lookup first.
-            Default: every key is looked up (cheaper for a few tasks in a big folder).
+            (`state.files.stored_keys`); a key outside it is created without a lookup first,
+            all of them in one pass (`create_files_atomic`). Default: the folder is listed
+            here for `LIST_FOLDER_FROM` tasks or more, else every key is looked up (cheaper
+            for a few tasks in a big folder).
     """
     layout.ensure()
     status_dir = layout.status_dir  # a property that builds a Path: once, not per task
@@ -53,6 +59,8 @@ def add_tasks(
     seen: dict[str, TaskSpec] = {}
     now = utc_now()
     items = list(items)
+    if stored_keys is None and len(items) >= LIST_FOLDER_FROM:
+        stored_keys = list_stored_keys(status_dir)
     created = _create_unlisted(status_dir, items, stored_keys) if stored_keys is not None else {}
     for item in items:
         if isinstance(item, LineError):

@@ -13,7 +13,7 @@ from scrapeflow_dagster.engine.scrape import scrape
 from scrapeflow_dagster.engine.state.files import stored_keys
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status, write_status
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.tasks.adding import LIST_FOLDER_FROM, add_tasks
 from scrapeflow_dagster.engine.tasks.intake import (
     MAX_LINE_BYTES,
     LineError,
@@ -320,7 +320,18 @@ def write_jsonl(path: Path, records: list[dict[str, object]]) -> Path:
     return path
 
 
-def test_add_tasks_keeps_the_first_of_conflicting_duplicates(tmp_path: Path) -> None:
+def fillers(count: int) -> list[dict[str, object]]:
+    """New tasks that make a file big enough for the folder to be listed and the status files
+    created in one pass (`LIST_FOLDER_FROM`), as for a big task file."""
+    return [{"url": f"http://example.com/filler/{n}", "key": f"filler-{n}"} for n in range(count)]
+
+
+# Both ways `add_tasks` stores: a lookup per task, and one listing plus one creating pass.
+BOTH_WAYS = pytest.mark.parametrize("filler", [0, LIST_FOLDER_FROM], ids=["lookups", "listing"])
+
+
+@BOTH_WAYS
+def test_add_tasks_keeps_the_first_of_conflicting_duplicates(tmp_path: Path, filler: int) -> None:
     layout = DataLayout(tmp_path / "data")
     path = write_jsonl(
         tmp_path / "tasks.jsonl",
@@ -330,14 +341,15 @@ def test_add_tasks_keeps_the_first_of_conflicting_duplicates(tmp_path: Path) -> 
             {"url": "http://example.com/1", "key": "k"},  # the same task again: not an error
             {"url": "http://example.com/3", "key": "other"},
             {"url": "nope", "key": "bad"},
+            *fillers(filler),
         ],
     )
 
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
         report = add_tasks(layout, read_task_file(path), ledger=ledger)
 
-    assert report.keys == ["k", "other"]
-    assert report.new == 2
+    assert report.keys == ["k", "other", *(f"filler-{n}" for n in range(filler))]
+    assert report.new == 2 + filler
     assert [(e.line, e.path) for e in report.errors] == [(2, path), (5, path)]
     assert "already has different params" in report.errors[0].message
     assert f"{path}:1" in report.errors[0].message
@@ -347,7 +359,8 @@ def test_add_tasks_keeps_the_first_of_conflicting_duplicates(tmp_path: Path) -> 
     assert not (layout.status_dir / "bad.status.json").exists()
 
 
-def test_add_tasks_leaves_existing_status_files_untouched(tmp_path: Path) -> None:
+@BOTH_WAYS
+def test_add_tasks_leaves_existing_status_files_untouched(tmp_path: Path, filler: int) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
     done = {
         "name": "same",
@@ -366,18 +379,21 @@ def test_add_tasks_leaves_existing_status_files_untouched(tmp_path: Path) -> Non
             {"url": "http://example.com/same", "key": "same"},
             {"url": "http://example.com/new-url", "key": "changed"},
             {"url": "http://example.com/b", "key": "broken"},
+            *fillers(filler),
         ],
     )
 
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
         report = add_tasks(layout, read_task_file(path), ledger=ledger)
 
-    assert report.keys == ["same"]
-    assert (report.new, report.unchanged) == (0, 1)
+    assert report.keys == ["same", *(f"filler-{n}" for n in range(filler))]
+    assert (report.new, report.unchanged) == (filler, 1)
     by_line = errors_by_line(report.errors)
     assert "from its status file" in by_line[2]
     assert "broken.status.json" in by_line[3]
-    assert {p.name: p.read_bytes() for p in layout.status_dir.iterdir()} == before
+    after = {p.name: p.read_bytes() for p in layout.status_dir.iterdir()}
+    assert {name: after[name] for name in before} == before
+    assert len(after) == len(before) + filler
 
 
 def test_a_key_stored_by_another_process_after_the_listing_is_not_overwritten(
