@@ -58,7 +58,8 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     worker.add_argument(
         "--broker",
         metavar="URL",
-        default=os.environ.get(CELERY_BROKER_ENV) or _from_dotenv(CELERY_BROKER_ENV),
+        # Looked up in `cmd_worker`: ./.env is read for this command alone, not for every one.
+        default=None,
         help=(
             "the Redis broker, e.g. redis://host:6379/0 (default $SCRAPEFLOW_CELERY_BROKER, "
             "else that line of ./.env, where `home init --celery-broker` writes it)"
@@ -86,6 +87,8 @@ def _positive_concurrency(text: str) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run a Celery worker in the foreground (run it from the project folder, with
     `SCRAPEFLOW_DATA_DIR` on storage every worker mounts); returns its exit code."""
+    if not args.broker:
+        args.broker = os.environ.get(CELERY_BROKER_ENV) or _from_dotenv(CELERY_BROKER_ENV)
     if not args.broker:
         raise common.UsageError("worker: no broker (--broker URL or $SCRAPEFLOW_CELERY_BROKER)")
     if not args.broker.startswith(("redis://", "rediss://")):

@@ -268,11 +268,14 @@ def check_bounds(
         ValueError: for the first field of `positive` <= 0 or of `not_negative` < 0.
     """
     owner = type(resource).__name__
-    for names, bad, wanted in ((positive, "> 0", 0), (not_negative, ">= 0", None)):
-        for name in names:
-            value = getattr(resource, name)
-            if value < 0 or (wanted is not None and value <= wanted):
-                raise ValueError(f"{owner}.{name} must be {bad}, got {value!r}")
+    for name in positive:
+        value = getattr(resource, name)
+        if value <= 0:
+            raise ValueError(f"{owner}.{name} must be > 0, got {value!r}")
+    for name in not_negative:
+        value = getattr(resource, name)
+        if value < 0:
+            raise ValueError(f"{owner}.{name} must be >= 0, got {value!r}")
 
 
 def _from_env(name: str) -> str | None:

@@ -306,26 +306,20 @@ def test_retry_sensor_gives_up_after_max_failed_runs(
     assert partition_statuses(instance, "scrape", [FLAKY]) == {FLAKY: Status.FAILED}
 
 
-def test_retry_sensor_with_one_failed_run_allowed_gives_up_at_once(
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("SCRAPEFLOW_RETRY_MAX_FAILED_RUNS", "1"), ("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "3600")],
+    ids=["one failed run allowed: gives up at once", "backoff not over: waits"],
+)
+def test_retry_sensor_asks_for_no_scrape_retry(
     retry_batch: list[str],
     layout: DataLayout,
     instance: dg.DagsterInstance,
     monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
 ) -> None:
-    monkeypatch.setenv("SCRAPEFLOW_RETRY_MAX_FAILED_RUNS", "1")
-
-    result = evaluate(retry_sensor, instance, layout)
-
-    assert requests_for(result, "scrape") == []
-
-
-def test_retry_sensor_waits_for_the_backoff(
-    retry_batch: list[str],
-    layout: DataLayout,
-    instance: dg.DagsterInstance,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "3600")
+    monkeypatch.setenv(variable, value)
 
     result = evaluate(retry_sensor, instance, layout)
 
