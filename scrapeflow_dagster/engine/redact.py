@@ -45,18 +45,15 @@ def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
     redacted = {}
     for name, value in params.items():
         # Most params are plain text and numbers under harmless names (the crawl settings a
-        # discovered task inherits): those are kept without a call per value.
-        if type(name) is str and not _is_secret_name(name):
-            kind = type(value)
-            if kind is str:
-                if "@" in value or "=" in value:
-                    value = redact(value)
-                redacted[name] = value
-                continue
-            if kind is int or value is None:
-                redacted[name] = value
-                continue
-        redacted[name] = _redact_value(name, value)
+        # discovered task inherits): handled here without `_redact_value`'s walk.
+        if type(name) is not str or _is_secret_name(name):
+            redacted[name] = _redact_value(name, value)
+        elif type(value) is str:
+            redacted[name] = redact(value)
+        elif type(value) is int or value is None:
+            redacted[name] = value
+        else:
+            redacted[name] = _redact_value(name, value)
     return redacted
 
 

@@ -252,6 +252,13 @@ def _plan(
         inherited = dataclasses.replace(
             parent.settings, depth=child_depth, parent=parent.key, crawl=crawl
         ).as_params()
+        # What every row of this parent's links shares.
+        common = {
+            "crawl": crawl,
+            "parent": parent.key,
+            "depth": child_depth,
+            "discovered_at": stamp,
+        }
         for raw in parent.links:
             try:
                 link = identities[raw]
@@ -260,17 +267,7 @@ def _plan(
             except TypeError:  # not hashable: not a URL either
                 link = None
             if link is None:
-                rows.append(
-                    {
-                        "crawl": crawl,
-                        "parent": parent.key,
-                        "depth": child_depth,
-                        "discovered_at": stamp,
-                        "url": str(raw),
-                        "child": None,
-                        "outcome": OUT_OF_SCOPE,
-                    }
-                )
+                rows.append({**common, "url": str(raw), "child": None, "outcome": OUT_OF_SCOPE})
                 continue
             short = link.fingerprint[:SHORT_FINGERPRINT]
             outcome = rules.judge(
@@ -281,17 +278,7 @@ def _plan(
             # The seed is a task of its crawl too.
             if outcome is None and budget is not None and 1 + sizes.get(crawl, 0) >= budget:
                 outcome = OVER_BUDGET
-            rows.append(
-                {
-                    "crawl": crawl,
-                    "parent": parent.key,
-                    "depth": child_depth,
-                    "discovered_at": stamp,
-                    "url": link.url,
-                    "child": link.key,
-                    "outcome": outcome or ADDED,
-                }
-            )
+            rows.append({**common, "url": link.url, "child": link.key, "outcome": outcome or ADDED})
             if outcome is not None:
                 continue
             known.add(short)

@@ -96,8 +96,8 @@ def create_bytes_atomic(path: Path | str, data: bytes) -> bool:
     Raises:
         OSError: when the folder is missing or not writable.
     """
-    folder, sep, name = os.fspath(path).rpartition(os.sep)
-    return create_files_atomic(folder + sep if folder or sep else ".", [(name, data)])[0]
+    folder, name = os.path.split(os.fspath(path))
+    return create_files_atomic(folder or ".", [(name, data)])[0]
 
 
 def create_files_atomic(directory: Path | str, files: Sequence[tuple[str, bytes]]) -> list[bool]:
@@ -139,12 +139,11 @@ def _create_files(folder: str, files: Sequence[tuple[str, bytes]]) -> list[bool]
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY) if _tmpfile_usable else None
     try:
         for name, data in files:
-            created = _create_unnamed(dir_fd, name, data) if dir_fd is not None else None
+            created = None
+            if dir_fd is not None and _tmpfile_usable:
+                created = _create_unnamed(dir_fd, name, data)
             if created is None:  # no O_TMPFILE here: the named temp file
                 created = _create_through_temp(os.path.join(folder, name), data)
-                if dir_fd is not None and not _tmpfile_usable:
-                    os.close(dir_fd)
-                    dir_fd = None
             results.append(created)
     finally:
         if dir_fd is not None:

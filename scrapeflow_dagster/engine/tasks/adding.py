@@ -66,19 +66,19 @@ def add_tasks(
         if isinstance(item, LineError):
             report.errors.append(item)
             continue
-        if item.legacy_key is not None and _is_stored(status_dir, item.legacy_key, stored_keys):
-            # Stored before keys became readable: it keeps its key (stored keys never change).
-            item = dataclasses.replace(item, key=item.legacy_key, legacy_key=None)
+        item = _with_stored_key(status_dir, item, stored_keys)
         first = seen.get(item.key)
         if first is not None:
             if first.params != item.params:
                 report.errors.append(_conflict(item, f"{first.path}:{first.line}"))
             continue
         listed = stored_keys is None or item.key in stored_keys
+        done = created.pop(item.key, None)  # what the one pass did for this key, if it tried
         try:
-            stored = _store(
-                status_dir, item, look_first=listed, created=created.pop(item.key, None)
-            )
+            if done is None:
+                stored = _store(status_dir, item, look_first=listed)
+            else:
+                stored = None if done else _load_stored(status_dir, item.key)
         except StatusFileError as exc:
             report.errors.append(LineError(item.path, item.line, str(exc)))
             continue
@@ -103,6 +103,16 @@ def add_tasks(
     return report
 
 
+def _with_stored_key(
+    status_dir: Path, item: TaskSpec, stored_keys: Container[str] | None
+) -> TaskSpec:
+    """`item`, under its legacy key when that one is stored: a task stored before keys became
+    readable keeps its key (stored keys never change)."""
+    if item.legacy_key is not None and _is_stored(status_dir, item.legacy_key, stored_keys):
+        return dataclasses.replace(item, key=item.legacy_key, legacy_key=None)
+    return item
+
+
 def _is_stored(status_dir: Path, key: str, stored_keys: Container[str] | None) -> bool:
     if stored_keys is not None:
         return key in stored_keys
@@ -118,36 +128,37 @@ def _create_unlisted(
     for item in items:
         if isinstance(item, LineError):
             continue
-        key = item.key
-        if item.legacy_key is not None and _is_stored(status_dir, item.legacy_key, stored_keys):
-            continue  # it keeps its legacy key, which is stored
+        key = _with_stored_key(status_dir, item, stored_keys).key
         if key not in stored_keys and key not in todo:
             todo[key] = json_bytes(new_status(key, item.params))
     names = [(key + STATUS_SUFFIX, data) for key, data in todo.items()]
     return dict(zip(todo, create_files_atomic(status_dir, names), strict=True))
 
 
-def _store(
-    status_dir: Path, item: TaskSpec, *, look_first: bool, created: bool | None = None
-) -> StatusData | None:
+def _store(status_dir: Path, item: TaskSpec, *, look_first: bool) -> StatusData | None:
     """The status `item.key` already had, or None when its first status was written now.
-
-    `created` says what `_create_unlisted` did for it (None: it did not try).
 
     Raises:
         StatusFileError: when the stored status is corrupt or foreign, or vanished.
     """
-    if created is True:
-        return None
-    stored = load_status(status_dir, item.key) if look_first and created is None else None
+    stored = load_status(status_dir, item.key) if look_first else None
     if stored is not None:
         return stored
-    if created is None and create_status(status_dir, item.key, new_status(item.key, item.params)):
+    if create_status(status_dir, item.key, new_status(item.key, item.params)):
         return None
     # Another process stored it since we looked (or since the caller listed the folder).
-    stored = load_status(status_dir, item.key)
+    return _load_stored(status_dir, item.key)
+
+
+def _load_stored(status_dir: Path, key: str) -> StatusData:
+    """The status of `key`, whose file a creation just found.
+
+    Raises:
+        StatusFileError: when it is corrupt or foreign, or was deleted since.
+    """
+    stored = load_status(status_dir, key)
     if stored is None:
-        raise StatusFileError(f"the status file of {item.key!r} was deleted while it was added")
+        raise StatusFileError(f"the status file of {key!r} was deleted while it was added")
     return stored
 
 
