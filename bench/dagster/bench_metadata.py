@@ -1,12 +1,11 @@
 """What per-partition metadata costs: `scrape` runs over N partitions with and without it.
 
 Every materialised partition carries `url`, `attempts`, `http_status`, `size` and `md5` in
-every run (`defs/executor_assets.py`). Each round runs `scrape` in-process on fresh homes (the
+every run (`defs/executor_events.py`). Each round runs `scrape` in-process on fresh homes (the
 embedded home `scrapeflow home init` writes: SQLite, batched asset events) over the same local
-pages, once as shipped and once with `partition_metadata` returning nothing, for both paths of
-`publish`: a run where every task succeeds (Dagster materialises the partitions; the metadata
-is set in one step) and a run with 1% failures (the step logs one materialisation per
-partition). It prints wall and CPU time of the runs (the run is in this process; CPU is the
+pages, once as shipped and once with `partition_metadata` returning nothing, for a run where
+every task succeeds and a run with 1% failures (the step logs one materialisation per
+partition either way). It prints wall and CPU time of the runs (the run is in this process; CPU is the
 steadier figure on a shared machine) and the ratios with/without, measured in the same run.
 
     .venv/bin/python -m bench.dagster.bench_metadata [--tasks 2000] [--rounds 2] [--json PATH]
@@ -26,7 +25,7 @@ import dagster as dg
 from bench.lib.homes import make_home, temp_root
 from bench.lib.report import print_table, write_json
 from bench.lib.site import Site
-from scrapeflow_dagster.defs import executor_assets as executor_assets_module
+from scrapeflow_dagster.defs import executor_events as executor_events_module
 from scrapeflow_dagster.defs.automation import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.defs.resources import (
@@ -45,13 +44,13 @@ METADATA_KEYS = {"url", "attempts", "http_status", "size", "md5"}
 @contextlib.contextmanager
 def metadata_left_out(leave_out: bool) -> Iterator[None]:
     """While active with `leave_out`, executor assets give their partitions no metadata."""
-    shipped = executor_assets_module.partition_metadata
+    shipped = executor_events_module.partition_metadata
     if leave_out:
-        executor_assets_module.partition_metadata = lambda done: {}
+        executor_events_module.partition_metadata = lambda done: {}
     try:
         yield
     finally:
-        executor_assets_module.partition_metadata = shipped
+        executor_events_module.partition_metadata = shipped
 
 
 def add_run_tasks(layout: DataLayout, instance: dg.DagsterInstance, rows: list[dict]) -> list[str]:

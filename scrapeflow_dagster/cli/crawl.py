@@ -149,8 +149,7 @@ def _rounds(
         todo = [k for k in dict.fromkeys(todo) if k not in attempted]
         if not todo:
             return len(attempted)
-        to_run = [k for k in todo if not _parsed(layout, k)]
-        failed = _materialise(layout, to_run, assets, module=module, log=log) if to_run else 0
+        to_run, failed = _materialise(layout, todo, assets, module=module, log=log)
         attempted.update(todo)
         ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
         try:
@@ -182,22 +181,40 @@ def _parsed(layout: DataLayout, key: str) -> bool:
 
 def _materialise(
     layout: DataLayout, keys: list[str], assets: list[str], *, module: str, log: IO[str]
-) -> int:
+) -> tuple[list[str], int]:
     """Add `keys` as partitions (discovered tasks are not yet), then run one `dagster asset
-    materialize` per asset and range of them; returns the runs that failed."""
-    from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
+    materialize` of every executor asset per range of those not parsed yet (each task goes
+    down the chain in one pass); returns the keys run and how many runs failed.
+
+    A task parsed by a run that was killed before Dagster stored its events is run again too
+    (every step is skipped, its partitions are materialised): its partitions would otherwise
+    stay "in progress" for good.
+    """
+    import dagster as dg
+
+    from scrapeflow_dagster.defs.partitions import (
+        TASKS_PARTITIONS_NAME,
+        add_task_partitions,
+        tasks_partitions_def,
+    )
     from scrapeflow_dagster.instance import get_instance
 
     instance = get_instance()
     try:
         add_task_partitions(instance, keys)
         ordered = list(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
+        states = instance.get_status_by_partition(
+            dg.AssetKey(LINKS_ASSET), keys, tasks_partitions_def
+        )
     finally:
         instance.dispose()
-    failed = 0
-    for asset in assets:
-        _, failures = materialize.run_ranges(
-            asset, ordered, keys, module=module, data_dir=str(layout.root), log=log
-        )
-        failed += failures
-    return failed
+    done = {
+        k for k, state in (states or {}).items() if state == dg.AssetPartitionStatus.MATERIALIZED
+    }
+    to_run = [k for k in keys if k not in done or not _parsed(layout, k)]
+    if not to_run:
+        return [], 0
+    _, failed = materialize.run_ranges(
+        ",".join(assets), ordered, to_run, module=module, data_dir=str(layout.root), log=log
+    )
+    return to_run, failed

@@ -9,6 +9,7 @@ from typing import Any
 
 import dagster as dg
 
+from scrapeflow_dagster.defs.chain import chain_node_name
 from scrapeflow_dagster.engine.retry.ranges import split_ranges
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
@@ -91,6 +92,15 @@ class ExecutorChain:
     def root(self) -> dg.AssetKey:
         """The asset that fetches (`scrape`): new tasks and re-fetches start there."""
         return self.assets[0].key
+
+    @property
+    def node_name(self) -> str:
+        """The step that runs the chain: where a run's config goes (`ops: {<name>: ...}`)."""
+        return chain_node_name([asset.key.to_user_string() for asset in self.assets])
+
+    def step_config(self, **config: Any) -> dict[str, Any]:
+        """The run config that gives the chain step `config` (e.g. `force=True`)."""
+        return {"ops": {self.node_name: {"config": config}}}
 
     @staticmethod
     def requires(asset: dg.AssetsDefinition) -> list[dg.AssetKey]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import dagster as dg
 
+from scrapeflow_dagster.defs.chain import built_from
+from scrapeflow_dagster.defs.executor_assets import chain_asset
 from scrapeflow_dagster.defs.report_asset import crawl_report, crawl_report_schedule
 from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
@@ -20,6 +22,7 @@ from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
 from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
 from scrapeflow_dagster.scaleout.local import takes_in_process_config
+from scrapeflow_dagster.scaleout.sharded_asset import sharded_chain_asset
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
     ShardReportsIOManager,
@@ -51,10 +54,12 @@ def scrapeflow_definitions(
 
     Args:
         executor_assets: upstream first; the first one fetches (e.g. the shipped
-            `scrape_asset`), the others `requires` it. The inbox sensor runs the whole chain on
-            new tasks; the retry sensor covers every one of them; the refresh schedule re-runs
-            the first; the frontier sensor (when the chain has a `pages` asset) runs the chain
-            on the tasks that links of parsed pages add.
+            `scrape_asset`), the others `requires` it. They become one chain step
+            (`chain_asset`, or `sharded_chain_asset` when any of them is sharded): a run of
+            several of them takes each task down the chain in one pass. The inbox sensor
+            runs the whole chain on new tasks; the retry sensor covers every one of them; the
+            refresh schedule re-runs the first; the frontier sensor (when the chain has a
+            `pages` asset) runs the chain on the tasks that links of parsed pages add.
         resources: replaces default resources by key (e.g. a `ScrapeSettingsResource` with
             other limits).
         assets: other assets of the code location that the sensors do not run (the
@@ -67,7 +72,7 @@ def scrapeflow_definitions(
     # executor (Celery, yours) may not know that config.
     local = takes_in_process_config(executor) and not os.environ.get(CELERY_BROKER_ENV)
     return dg.Definitions(
-        assets=[*executor_assets, crawl_report, *assets],
+        assets=[executor_chain(executor_assets), crawl_report, *assets],
         sensors=[
             build_inbox_sensor(executor_assets, in_process_small_runs=local),
             build_retry_sensor(executor_assets, in_process_small_runs=local),
@@ -80,6 +85,20 @@ def scrapeflow_definitions(
         resources=_with_shard_reports_beside_the_data(resources or {}),
         executor=executor,
     )
+
+
+def executor_chain(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.AssetsDefinition:
+    """The executor assets as one chain step, sharded when any of them was built sharded.
+
+    Raises:
+        ValueError: naming the asset when one was not built by `executor_asset` or
+            `sharded_executor_asset`, or the chain is not listed upstream first.
+    """
+    built = [built_from(asset) for asset in executor_assets]
+    links = [found.link for found in built]
+    if any(found.sharded for found in built):
+        return sharded_chain_asset(links)
+    return chain_asset(links)
 
 
 def _with_shard_reports_beside_the_data(given: Mapping[str, Any]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def build_refresh_schedule(
             return dg.SkipReason("no task is older than the maximum age")
         ordered = context.instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
         ranges = plan_ranges(ordered, stale, passable=succeeded)
-        config = {"ops": {root_name: {"config": {"refresh_older_than_seconds": max_age_seconds}}}}
+        config = chain.step_config(refresh_older_than_seconds=max_age_seconds)
         execution = context.scheduled_execution_time
         stamp = execution.isoformat() if execution else ""
         return range_run_requests(

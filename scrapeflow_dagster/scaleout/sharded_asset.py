@@ -1,16 +1,14 @@
-"""A sharded variant of an executor asset: its run's partitions split into shards that are
-separate steps, so that Dagster's executors (multiprocess, Celery) run them on several cores or
-machines.
+"""A sharded chain of executor assets: its run's partitions split into shards that are separate
+steps, so that Dagster's executors (multiprocess, Celery) run them on several cores or machines.
 
-The asset is graph-backed: `<name>_plan` splits the run's sorted partition keys into disjoint
-slices (one `DynamicOutput` each), one `<name>_shard` step per slice runs the engine over it and
-logs its own successes (a materialisation per partition, with the same metadata as the
-unsharded asset) and failures (an observation per partition), and `<name>_collect` reports the
-`no_failed_tasks` check over the whole run and fails the run if any task failed.
-
-Dagster marks a partition FAILED when the run that planned it failed and nothing materialised
-it since (`build_failed_and_in_progress_partition_subset`), whichever step failed: so exactly
-the failed tasks end FAILED, the rest MATERIALIZED, as with the unsharded asset.
+The assets are one graph: `<node>_plan` splits the run's sorted partition keys into disjoint
+slices (one `DynamicOutput` each), one `<node>_shard` step per slice runs the selected
+executors over it as a chain per task and logs its own successes (a materialisation per
+partition and asset, with the same metadata as the unsharded step) and failures (an
+observation each), and `<node>_collect` reports each asset's `no_failed_tasks` check over the
+whole run and fails the run if any task failed, after giving back to "missing" the partitions
+an asset did not reach (`executor_events.finish_run`): exactly the failed (asset, partition)
+pairs end FAILED, as with the unsharded step.
 """
 
 import inspect
@@ -20,17 +18,21 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.executor_assets import (
-    CHECK_NAME,
-    GROUP_NAME,
-    MESSAGE_CHARS,
+from scrapeflow_dagster.defs.chain import (
+    ChainLink,
     StepConfig,
-    add_partition_metadata,
-    check_result,
-    failure_metadata,
-    partition_metadata,
-    release_not_attempted,
-    run_executor_step,
+    chain_node_name,
+    check_chain,
+    remember_link,
+    run_selection,
+    select_links,
+)
+from scrapeflow_dagster.defs.executor_assets import GROUP_NAME, chain_description, link_for
+from scrapeflow_dagster.defs.executor_events import (
+    CHECK_NAME,
+    finish_run,
+    log_outcome,
+    merge_reports,
 )
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.defs.resources import (
@@ -38,7 +40,7 @@ from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     StatusStoreResource,
 )
-from scrapeflow_dagster.engine.executor import Executor, executor_name
+from scrapeflow_dagster.engine.executor import Executor
 from scrapeflow_dagster.engine.run.step import StepReport
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
@@ -52,45 +54,176 @@ from scrapeflow_dagster.scaleout.shards import (
 SHARD_OP_TAGS = {"scrapeflow/shard": "true"}
 
 
-def merge_reports(executor: str, reports: Sequence[StepReport]) -> StepReport:
-    """One report for the whole run from the reports of its shards (disjoint keys)."""
-    merged = StepReport(executor=executor)
-    for report in reports:
-        merged.succeeded.update(report.succeeded)
-        merged.errors.update(report.errors)
-        merged.not_ready.extend(report.not_ready)
-    return merged
-
-
-def log_shard_events(
-    context: dg.OpExecutionContext, asset_key: dg.AssetKey, report: StepReport
-) -> None:
-    """A materialisation per succeeded partition and an observation per failed one, logged by
-    the shard that ran them (so a shard that finished keeps its successes even if another one
-    dies)."""
-    for key, done in report.succeeded.items():
-        context.log_event(
-            dg.AssetMaterialization(
-                asset_key=asset_key, partition=key, metadata=partition_metadata(done)
-            )
-        )
-    for key, result in report.errors.items():
-        context.log_event(
-            dg.AssetObservation(
-                asset_key=asset_key,
-                partition=key,
-                description=f"{result.error_class}: {result.message}"[:MESSAGE_CHARS],
-                metadata=failure_metadata(result),
-            )
-        )
-
-
-def _runs_downstream(context: dg.OpExecutionContext, asset_key: dg.AssetKey) -> bool:
-    """Whether the run also materialises an asset downstream of `asset_key` (a chain run)."""
+def selected_names(context: dg.OpExecutionContext, links: Sequence[ChainLink]) -> list[str]:
+    """The chain's assets this run materialises (an op of a graph-backed asset sees the run's
+    selection, not its own)."""
     layer = context.job_def.asset_layer
     # `dg.materialize` leaves the run's selection empty: then the job is the selection.
     selected = context.run.asset_selection or layer.executable_asset_keys
-    return bool(layer.asset_graph.get(asset_key).child_keys & set(selected))
+    names = {key.to_user_string() for key in selected}
+    return [link.name for link in links if link.name in names]
+
+
+def selected_checks(context: dg.OpExecutionContext) -> set[dg.AssetCheckKey] | None:
+    """The checks this run evaluates (None: every check of the selected assets)."""
+    checks = context.run.asset_check_selection
+    return None if checks is None else set(checks)
+
+
+def sharded_chain_asset(
+    links: Sequence[ChainLink], *, name: str | None = None
+) -> dg.AssetsDefinition:
+    """The executor assets of `links` (upstream first) as one graph whose run is split into
+    shards, one step each; each shard runs the selected executors as a chain per task.
+
+    The number of shards comes from the `shard_settings` resource, and the definitions need the
+    resources of `scaleout.shards.shard_resources()`. The run config is the chain step's
+    (`ops: {<name>: {config: {force: ...}}}`).
+
+    Args:
+        links: the chain, upstream first (each built with `link_for`).
+        name: the graph's name (default: the asset's own for one link, else `executor_chain`).
+
+    Raises:
+        ValueError: naming the executor when the links are not upstream first.
+    """
+    check_chain(links)
+    node = name or chain_node_name([link.name for link in links])
+    names = [link.name for link in links]
+    chain_keys = {link.name for link in links}
+    # Requirements outside the chain are inputs of the plan step that carry nothing: they order
+    # the steps after those assets' own and show the lineage.
+    outside = [req for link in links for req in link.requires if req not in chain_keys]
+    upstream = {f"after_{n}": dg.AssetKey(req) for n, req in enumerate(dict.fromkeys(outside))}
+
+    @dg.op(
+        name=f"{node}_plan",
+        ins={arg: dg.In(dg.Nothing) for arg in upstream},
+        out=dg.DynamicOut(ShardPlan, io_manager_key=SHARD_IO_MANAGER_KEY),
+    )
+    def plan(
+        context: dg.OpExecutionContext, config: StepConfig, shard_settings: ShardSettingsResource
+    ) -> Iterator[dg.DynamicOutput[ShardPlan]]:
+        """Split the run's partitions into disjoint shards, one step each."""
+        keys = context.partition_keys
+        assets = selected_names(context, links)
+        slices = split_keys(keys, shard_settings.shard_count(len(keys)))
+        context.log.info(f"{len(keys)} tasks of {', '.join(assets)} in {len(slices)} shards")
+        for index, keys in enumerate(slices):
+            shard_plan = ShardPlan(
+                index,
+                len(slices),
+                keys,
+                config.force,
+                config.refresh_older_than_seconds,
+                tuple(assets),
+            )
+            yield dg.DynamicOutput(shard_plan, mapping_key=f"shard_{index}")
+
+    @dg.op(
+        name=f"{node}_shard",
+        out=dg.Out(dict, io_manager_key=SHARD_IO_MANAGER_KEY),
+        tags=SHARD_OP_TAGS,
+    )
+    def shard(
+        context: dg.OpExecutionContext,
+        shard_plan: ShardPlan,
+        scrape_settings: ScrapeSettingsResource,
+        status_store: StatusStoreResource,
+        proxy_provider: ProxyProviderResource,
+    ) -> dict[str, StepReport]:
+        """Run the selected executors over this shard's tasks and log their outcomes."""
+        reports = run_selection(
+            select_links(links, shard_plan.assets or names),
+            shard_plan.keys,
+            force=shard_plan.force,
+            max_age_seconds=shard_plan.max_age_seconds,
+            run_id=context.run.run_id,
+            scrape_settings=scrape_settings,
+            status_store=status_store,
+            proxy_provider=proxy_provider,
+            on_outcome=lambda name, key, outcome: log_outcome(context, name, key, outcome),
+        )
+        for asset_name, report in reports.items():
+            context.log.info(
+                f"shard {shard_plan.position + 1} of {shard_plan.total}, {asset_name}: "
+                f"{report.tasks} tasks\n{report.markdown()}"
+            )
+        return reports
+
+    check_outputs = {f"{link.name}_{CHECK_NAME}": link.name for link in links}
+
+    @dg.op(
+        name=f"{node}_collect",
+        out={
+            **{link.name: dg.Out(dg.Nothing, is_required=False) for link in links},
+            **{output: dg.Out(is_required=False) for output in check_outputs},
+        },
+    )
+    def collect(
+        context: dg.OpExecutionContext,
+        reports: list[dict[str, StepReport]],
+        status_store: StatusStoreResource,
+    ) -> Iterator[Any]:
+        """The checks over the whole run; fails the run when any task failed.
+
+        No asset output: the shards logged every partition's event, and an output would
+        materialise every partition of the run a second time.
+        """
+        assets = selected_names(context, links)
+        merged = merge_reports(assets, reports)
+        failed = any(report.failed for report in merged.values())
+        if not failed:
+            # Nothing reads this run's plans and reports again (a re-execution from failure
+            # would, so a failed run keeps them for a while).
+            remove_shard_reports(
+                status_store.layout().root / SHARD_REPORTS_DIR,
+                context.run_id,
+                [f"{node}_plan", f"{node}_shard"],
+            )
+        yield from finish_run(
+            context, merged, context.partition_keys, checks=selected_checks(context)
+        )
+
+    def compose(**after: Any) -> Any:
+        done = collect(plan(**after).map(shard).collect())
+        return {output: getattr(done, output) for output in [*names, *check_outputs]}
+
+    compose.__name__ = node
+    # Dagster reads a graph's inputs from its signature: one keyword per outside requirement.
+    compose.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY) for arg in upstream]
+    )
+    graph = dg.graph(
+        name=node,
+        description=links[0].description if len(links) == 1 else chain_description(links),
+        ins={arg: dg.GraphIn() for arg in upstream},
+        out={output: dg.GraphOut() for output in [*names, *check_outputs]},
+        config=dg.ConfigMapping(
+            config_fn=lambda step_config: {f"{node}_plan": {"config": step_config}},
+            config_schema=StepConfig.to_config_schema(),
+        ),
+    )(compose)
+    # `backfill_policy` is beta in the pinned Dagster: the notice says nothing to our users.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        # Built from the graph, not `graph_multi_asset`: only this takes the links' deps on
+        # one another (every output comes out of the collect step, so Dagster cannot see them).
+        return dg.AssetsDefinition.from_graph(
+            graph,
+            keys_by_input_name=dict(upstream),
+            keys_by_output_name={link.name: dg.AssetKey(link.name) for link in links},
+            internal_asset_deps={
+                link.name: {dg.AssetKey(req) for req in link.requires} for link in links
+            },
+            partitions_def=tasks_partitions_def,
+            group_names_by_output_name=dict.fromkeys(names, GROUP_NAME),
+            descriptions_by_output_name={link.name: link.description for link in links},
+            tags_by_output_name=dict.fromkeys(names, {"dagster/kind/python": ""}),
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=link.name) for link in links],
+            can_subset=len(links) > 1,
+        )
 
 
 def sharded_executor_asset(
@@ -103,9 +236,9 @@ def sharded_executor_asset(
     """A partitioned asset (over `tasks`) that runs `executor` in shards, one step per shard.
 
     Same name, partitions, run config (`ops: {<name>: {config: {force: ...}}}`), check and
-    per-partition metadata as `executor_asset(executor, ...)`; the number of shards comes from
-    the `shard_settings` resource, and the definitions need the resources of
-    `scaleout.shards.shard_resources()`.
+    per-partition metadata as `executor_asset(executor, ...)`. Given to
+    `scrapeflow_definitions` with the other executor assets, it joins their sharded chain
+    (`sharded_chain_asset`).
 
     Args:
         executor: an engine executor (`taskify`-decorated function); its name is the asset's.
@@ -113,135 +246,7 @@ def sharded_executor_asset(
         requires: upstream executor assets that must have succeeded for a task first.
         description: shown in the UI; defaults to the executor's docstring.
     """
-    asset_name = name or executor_name(executor)
-    asset_key = dg.AssetKey(asset_name)
-
-    # Upstream executor assets are inputs of the plan step that carry nothing: they order the
-    # steps (as `deps` do for `executor_asset`) and show the lineage.
-    upstream = {f"after_{n}": dg.AssetKey(req) for n, req in enumerate(requires)}
-
-    @dg.op(
-        name=f"{asset_name}_plan",
-        ins={arg: dg.In(dg.Nothing) for arg in upstream},
-        out=dg.DynamicOut(ShardPlan, io_manager_key=SHARD_IO_MANAGER_KEY),
-    )
-    def plan(
-        context: dg.OpExecutionContext, config: StepConfig, shard_settings: ShardSettingsResource
-    ) -> Iterator[dg.DynamicOutput[ShardPlan]]:
-        """Split the run's partitions into disjoint shards, one step each."""
-        keys = context.partition_keys
-        slices = split_keys(keys, shard_settings.shard_count(len(keys)))
-        context.log.info(f"{len(keys)} tasks in {len(slices)} shards")
-        for index, keys in enumerate(slices):
-            shard_plan = ShardPlan(
-                index, len(slices), keys, config.force, config.refresh_older_than_seconds
-            )
-            yield dg.DynamicOutput(shard_plan, mapping_key=f"shard_{index}")
-
-    @dg.op(
-        name=f"{asset_name}_shard",
-        out=dg.Out(StepReport, io_manager_key=SHARD_IO_MANAGER_KEY),
-        tags=SHARD_OP_TAGS,
-    )
-    def shard(
-        context: dg.OpExecutionContext,
-        shard_plan: ShardPlan,
-        scrape_settings: ScrapeSettingsResource,
-        status_store: StatusStoreResource,
-        proxy_provider: ProxyProviderResource,
-    ) -> StepReport:
-        """Run the executor over this shard's tasks and log their outcomes."""
-        report = run_executor_step(
-            executor,
-            shard_plan.keys,
-            requires=requires,
-            force=shard_plan.force,
-            max_age_seconds=shard_plan.max_age_seconds,
-            run_id=context.run.run_id,
-            scrape_settings=scrape_settings,
-            status_store=status_store,
-            proxy_provider=proxy_provider,
-        )
-        context.log.info(
-            f"shard {shard_plan.position + 1} of {shard_plan.total}: {report.tasks} tasks\n"
-            f"{report.markdown()}"
-        )
-        log_shard_events(context, asset_key, report)
-        return report
-
-    check_output = f"{asset_name}_{CHECK_NAME}"
-
-    @dg.op(
-        name=f"{asset_name}_collect",
-        out={
-            "result": dg.Out(dg.Nothing, is_required=False),
-            check_output: dg.Out(is_required=False),
-        },
-    )
-    def collect(
-        context: dg.AssetExecutionContext,
-        reports: list[StepReport],
-        status_store: StatusStoreResource,
-    ) -> Iterator[Any]:
-        """The check over the whole run; fails the run when any task failed."""
-        report = merge_reports(asset_name, reports)
-        yield check_result(report)
-        failed = report.failed
-        if not failed:
-            # Nothing reads this run's plans and reports again (a re-execution from failure
-            # would, so a failed run keeps them for a while).
-            remove_shard_reports(
-                status_store.layout().root / SHARD_REPORTS_DIR,
-                context.run_id,
-                [f"{asset_name}_plan", f"{asset_name}_shard"],
-            )
-        if failed:
-            ordered = sorted(failed)
-            sample = ", ".join(ordered[:5])
-            # As an unsharded asset: tasks not attempted (upstream missing) stay missing.
-            release_not_attempted(
-                context, report.not_ready, failed_key=ordered[-1], asset_key=asset_key
-            )
-            raise dg.Failure(
-                description=f"{len(failed)} of {report.tasks} tasks failed (e.g. {sample})",
-                metadata={"summary": dg.MetadataValue.md(report.markdown()), "failed": len(failed)},
-                allow_retries=False,
-            )
-        if report.not_ready or not _runs_downstream(context.op_execution_context, asset_key):
-            # The shards materialised every partition already; an output would make Dagster
-            # write a second materialisation per partition. Without it, assets downstream of
-            # this one in the same run are skipped, so it is yielded only when the run has
-            # some (a chain run), with the same metadata.
-            return
-        add_partition_metadata(
-            context, {key: partition_metadata(done) for key, done in report.succeeded.items()}
-        )
-        yield dg.Output(None, output_name="result")
-
-    def compose(**after: Any) -> Any:
-        return collect(plan(**after).map(shard).collect())
-
-    compose.__name__ = asset_name
-    # Dagster reads a graph's inputs from its signature: one keyword per upstream asset.
-    compose.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY) for arg in upstream]
-    )
-    # `backfill_policy` is beta in the pinned Dagster: the notice says nothing to our users.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        return dg.graph_asset(
-            name=asset_name,
-            partitions_def=tasks_partitions_def,
-            ins={
-                arg: dg.AssetIn(key=key, dagster_type=dg.Nothing) for arg, key in upstream.items()
-            },
-            config=dg.ConfigMapping(
-                config_fn=lambda step_config: {f"{asset_name}_plan": {"config": step_config}},
-                config_schema=StepConfig.to_config_schema(),
-            ),
-            backfill_policy=dg.BackfillPolicy.single_run(),
-            check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=asset_name)],
-            description=description or inspect.getdoc(executor),
-            group_name=GROUP_NAME,
-            kinds={"python"},
-        )(compose)
+    link = link_for(executor, name=name, requires=requires, description=description)
+    asset = sharded_chain_asset([link])
+    remember_link(asset, link, sharded=True)
+    return asset

@@ -29,13 +29,14 @@ KEEP_FAILED_REPORTS_SECONDS = 7 * 24 * 3600
 
 
 class ShardPlan(NamedTuple):
-    """What one shard step runs: its keys and the run's step options."""
+    """What one shard step runs: its keys, the run's step options and selected assets."""
 
     position: int  # 0-based
     total: int  # shards in the run
     keys: list[str]
     force: bool = False
     max_age_seconds: float | None = None
+    assets: tuple[str, ...] = ()  # the chain's assets the run selected (empty: all)
 
 
 def split_keys(keys: Sequence[str], shards: int) -> list[list[str]]:

@@ -25,7 +25,7 @@ from scrapeflow_dagster_tests.support.paths import BIN_DIR
 from scrapeflow_dagster_tests.support.processes import kill_group, process_env, wait_until
 
 DEPTH = 3
-REFRESH = {"ops": {"scrape": {"config": {"refresh_older_than_seconds": 0}}}}
+REFRESH = {"ops": {"executor_chain": {"config": {"refresh_older_than_seconds": 0}}}}
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ def test_dry_run_prints_one_line_per_range_and_runs_nothing(
     keys = add_through_the_cli(
         run_command, tmp_path, [(f"r-{n}", site_thread.url(f"/page/{n}")) for n in range(3)]
     )
-    config = '{"ops": {"scrape": {"config": {"force": true}}}}'
+    config = '{"ops": {"executor_chain": {"config": {"force": true}}}}'
 
     planned = run_command(
         "scrapeflow", "materialize", "scrape", "--all", "--dry-run", "--config-json", config

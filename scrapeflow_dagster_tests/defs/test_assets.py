@@ -20,7 +20,7 @@ from scrapeflow_dagster_tests.support.partitions import Status, keys_with, parti
 from scrapeflow_dagster_tests.support.processes import process_env
 from scrapeflow_dagster_tests.support.tasks import TaskRows, store_and_add
 
-FORCE = {"ops": {"scrape": {"config": {"force": True}}}}
+FORCE = {"ops": {"executor_chain": {"config": {"force": True}}}}
 
 
 class Tasks:
@@ -70,7 +70,8 @@ def materialized_partitions(result: dg.ExecuteInProcessResult, asset: str) -> di
     """Partition -> metadata values of the materialisations a run logged for `asset`."""
     return {
         str(m.partition): {k: v.value for k, v in m.metadata.items()}
-        for m in result.asset_materializations_for_node(asset)
+        for m in result.asset_materializations_for_node("executor_chain")
+        if m.asset_key == dg.AssetKey(asset)
     }
 
 
@@ -142,7 +143,7 @@ def test_scrape_range_fails_exactly_the_failed_tasks(
     result = materialize_range("scrape", tasks.keys[0], tasks.keys[-1])
 
     assert not result.success
-    failure = result.failure_data_for_node("scrape")
+    failure = result.failure_data_for_node("executor_chain")
     assert failure is not None
     assert "10 of 62 tasks failed" in str(failure.user_failure_data.description)
 
@@ -195,9 +196,8 @@ def test_range_where_every_task_succeeds_materialises_each_partition(
     rest = tasks.keys[len(keys) :]
     assert partition_statuses(instance, "scrape", rest) == dict.fromkeys(rest)
     assert [c.passed for c in result.get_asset_check_evaluations()] == [True]
-    # Dagster materialises the partitions itself; each still carries its own metadata (and
-    # only one materialisation each).
-    events = [m for m in result.asset_materializations_for_node("scrape")]
+    # One materialisation per partition, each with its own metadata.
+    events = list(result.asset_materializations_for_node("executor_chain"))
     assert sorted(str(m.partition) for m in events) == sorted(keys)
     for event in events:
         meta = {k: v.value for k, v in event.metadata.items()}

@@ -369,7 +369,7 @@ def test_blocked_validation_gets_a_forced_refetch_then_a_new_validation(
     result = evaluate(retry_sensor, instance, layout)
     (refetch,) = requests_for(result, "scrape")
     assert refetch.tags["scrapeflow/reason"] == "refetch-validation"
-    assert refetch.run_config == {"ops": {"scrape": {"config": {"force": True}}}}
+    assert refetch.run_config == {"ops": {"executor_chain": {"config": {"force": True}}}}
     assert requests_for(result, "validation") == []
     assert execute(materialize_range, refetch).success
 
@@ -451,7 +451,7 @@ def test_steps_after_a_refreshed_fetch_run_again_but_not_after_a_skipping_run(
     assert before is not None
 
     # A refresh fetches two of them again: what was built from the old bodies is stale.
-    forced = {"ops": {"scrape": {"config": {"force": True}}}}
+    forced = {"ops": {"executor_chain": {"config": {"force": True}}}}
     assert materialize_range("scrape", keys[1], keys[2], run_config=forced).success
     (validation,) = requests_for(evaluate(retry_sensor, instance, layout), "validation")
     assert covered(instance, [validation]) == {keys[1], keys[2]}

@@ -37,7 +37,7 @@ LATENCY_SECONDS = 0.04
 def config_json(*, force: bool) -> str:
     config: dict = {"resources": {"scrape_settings": {"config": SETTINGS}}}
     if force:
-        config["ops"] = {"scrape": {"config": {"force": True}}}
+        config["ops"] = {"executor_chain": {"config": {"force": True}}}
     return json.dumps(config)
 
 

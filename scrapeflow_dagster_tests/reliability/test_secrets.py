@@ -174,7 +174,7 @@ def test_no_secret_reaches_files_duckdb_dagster_logs_or_errors(
             run_resources(homes.data_dir, proxy=proxy, **FAST),
             ["scrape"],
             range_tags(first, last),
-            run_config={"ops": {"scrape": {"config": {"force": True}}}},
+            run_config={"ops": {"executor_chain": {"config": {"force": True}}}},
         )
         found = [e.step_failure_data.error for e in result.get_step_failure_events()]
         errors.extend(error.to_string() for error in found if error is not None)

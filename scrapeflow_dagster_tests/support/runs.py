@@ -31,8 +31,9 @@ def run_assets(
     tags: Mapping[str, str],
     run_config: Mapping[str, Any] | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """One in-process run of the unsharded executor assets in `selection` (one step each; the
-    sharded ones are tested in `scaleout/`); failures do not raise."""
+    """One in-process run of the shipped chain, unsharded (one step: the sharded one is tested
+    in `scaleout/`), materialising the executor assets in `selection`; failures do not
+    raise."""
     return dg.materialize(
         _unsharded_assets(),
         selection=selection,
@@ -49,10 +50,11 @@ def _unsharded_assets() -> list[dg.AssetsDefinition]:
     # decorators warn about beta parameters when the module loads.
     from scrapeflow_dagster.defs.assets import build_executor_assets
     from scrapeflow_dagster.defs.executor_assets import executor_asset
+    from scrapeflow_dagster.defs.factory import executor_chain
 
     global _UNSHARDED
     if _UNSHARDED is None:
-        _UNSHARDED = build_executor_assets(executor_asset)
+        _UNSHARDED = [executor_chain(build_executor_assets(executor_asset))]
     return _UNSHARDED
 
 

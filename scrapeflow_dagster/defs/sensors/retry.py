@@ -159,7 +159,6 @@ def build_retry_sensor(
     """The retry sensor over `executor_assets` (upstream first; the first one fetches).
     `in_process_small_runs`: see `ExecutorChain`."""
     chain = ExecutorChain.of(executor_assets, in_process_small_runs=in_process_small_runs)
-    root_name = chain.root.to_user_string()
 
     @dg.sensor(
         name="retry_sensor",
@@ -196,7 +195,7 @@ def build_retry_sensor(
                 plan.ordered,
                 reason=f"refetch-{asset.key.to_user_string()}",
                 fingerprint=plan.refetch_fingerprint,
-                run_config={"ops": {root_name: {"config": {"force": True}}}},
+                run_config=chain.step_config(force=True),
             )
         if not runs:
             return dg.SkipReason("no failed or pending partitions are due")

@@ -120,6 +120,7 @@ async def execute_async(
     session: aiohttp.ClientSession | None = None,
     on_step: StepCallback | None = None,
     requires: Sequence[str] = (),
+    step_requires: Mapping[str, Sequence[str]] | None = None,
     max_age_seconds: float | None = None,
 ) -> list[str]:
     """Run `executors` in order for every task, at most `max_parallelism` tasks at a time.
@@ -140,6 +141,8 @@ async def execute_async(
         on_step: called with a `StepResult` after every step of every task (and skips).
         requires: executors that must have succeeded before this chain runs for a task (a
             step is also re-run when one of them ran after it: its output would be stale).
+        step_requires: per executor name, the executors its output is built from (default:
+            `requires`); a step that succeeded before one of them last ran is run again.
         max_age_seconds: re-run successful steps older than this (freshness).
 
     Returns:
@@ -185,6 +188,7 @@ async def execute_async(
             locks=locks,
             deadlines=deadlines,
             requires=requires,
+            step_requires=step_requires,
             max_age_seconds=max_age_seconds,
         )
 

@@ -5,7 +5,7 @@ After every step the task's status file is saved atomically (through `state.sche
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import aiohttp
@@ -81,6 +81,7 @@ class Runner:
         locks: TaskLocks,
         deadlines: StepDeadlines,
         requires: Sequence[str] = (),
+        step_requires: Mapping[str, Sequence[str]] | None = None,
         max_age_seconds: float | None = None,
     ) -> None:
         self.executors = list(executors)
@@ -92,6 +93,11 @@ class Runner:
         self.deadlines = deadlines
         self.forced = set(context.forced_executors)
         self.requires = list(requires)
+        # What each step was built from (its own upstream executors, inside the chain or not):
+        # a step older than one of them is stale even when the chain did not re-run it here.
+        self.step_requires = {
+            name: list((step_requires or {}).get(name, requires)) for name in self.names
+        }
         self.max_age_seconds = max_age_seconds
 
     def _is_forced(self, name: str) -> bool:
@@ -106,7 +112,7 @@ class Runner:
         return is_fresh(
             status,
             name,
-            requires=self.requires,
+            requires=self.step_requires[name],
             max_age_seconds=self.max_age_seconds,
             now=utc_now(),
         )

@@ -1,7 +1,7 @@
 """One executor over a batch of task keys, recorded in DuckDB: what a Dagster asset run calls."""
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -34,6 +34,12 @@ class Succeeded(NamedTuple):
     url: str | None = None
 
 
+# What a report keeps of one task's step: its success, or the failed step's result.
+Outcome = Succeeded | StepResult
+# Called as each task's step ends: (executor name, task key, outcome).
+OutcomeCallback = Callable[[str, str, Outcome], None]
+
+
 @dataclass
 class StepReport:
     """Per-key outcomes of one executor over a batch, plus counts for metadata."""
@@ -43,21 +49,25 @@ class StepReport:
     errors: dict[str, StepResult] = field(default_factory=dict)
     not_ready: list[str] = field(default_factory=list)
 
-    def add(self, result: StepResult) -> None:
-        """Keep what the run's events need of one step result."""
+    def add(self, result: StepResult) -> "Outcome | None":
+        """Keep what the run's events need of one step result; returns what was kept (None
+        for a task whose upstream is missing)."""
         if result.error_kind == UPSTREAM:
             self.not_ready.append(result.key)
-        elif not result.ok:
+            return None
+        if not result.ok:
             self.errors[result.key] = result
-        else:
-            self.succeeded[result.key] = Succeeded(
-                result.attempts,
-                result.http_status,
-                result.size,
-                result.md5,
-                result.outcome == "SKIPPED",
-                result.url,
-            )
+            return result
+        done = Succeeded(
+            result.attempts,
+            result.http_status,
+            result.size,
+            result.md5,
+            result.outcome == "SKIPPED",
+            result.url,
+        )
+        self.succeeded[result.key] = done
+        return done
 
     @property
     def tasks(self) -> int:
@@ -140,16 +150,66 @@ async def run_step(
     Every result goes to the status files (atomically, per step) and to DuckDB through the
     ledger's spool, which is synced at the end without ever failing on DuckDB's lock.
     """
+    reports = await run_chain(
+        layout,
+        [executor],
+        keys,
+        settings=settings,
+        proxy_provider=proxy_provider,
+        requires=requires,
+        force=force,
+        max_age_seconds=max_age_seconds,
+        timeout_seconds=timeout_seconds,
+        max_parallelism=max_parallelism,
+        run_id=run_id,
+    )
+    return reports[executor_name(executor)]
+
+
+async def run_chain(
+    layout: DataLayout,
+    executors: Sequence[Executor],
+    keys: Sequence[str],
+    *,
+    settings: ScrapeSettings | None = None,
+    proxy_provider: ProxyProvider | None = None,
+    requires: Sequence[str] = (),
+    step_requires: Mapping[str, Sequence[str]] | None = None,
+    force: bool = False,
+    max_age_seconds: float | None = None,
+    timeout_seconds: float | None = None,
+    max_parallelism: int | None = None,
+    run_id: str | None = None,
+    on_outcome: OutcomeCallback | None = None,
+) -> dict[str, StepReport]:
+    """Run `executors` in order for each of `keys`, a task at a time through the whole chain
+    (scrapeflow's `execute_async(executors=[...])`), and record every outcome.
+
+    A task whose step fails goes no further down the chain in this pass: the later executors'
+    reports do not name it. Tasks whose `requires` have not succeeded are `not_ready` in the
+    first executor's report.
+
+    Args:
+        requires: executors outside `executors` that must have succeeded first.
+        step_requires: per executor name, what its output is built from (see `execute_async`).
+        on_outcome: called as each task's step ends (not for tasks whose upstream is
+            missing), e.g. to report it at once rather than when the whole batch is done.
+
+    Returns:
+        One report per executor name, in chain order.
+    """
     layout.ensure()
     sweep_stale_temp_files(layout.status_dir)
-    report = StepReport(executor=executor_name(executor))
+    reports = {executor_name(e): StepReport(executor=executor_name(e)) for e in executors}
     # Spool every 1,000 rows: a killed run loses at most that many DuckDB rows (the status
     # files still have them; `scrapeflow db rebuild` restores them).
     ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000)
     with ledger:
 
         def on_step(result: StepResult) -> None:
-            report.add(result)
+            kept = reports[result.executor].add(result)
+            if kept is not None and on_outcome is not None:
+                on_outcome(result.executor, result.key, kept)
             if result.outcome != "SKIPPED" and result.error_kind != UPSTREAM:
                 ledger.record_step(to_row(result, run_id))
             if result.output is not None:
@@ -159,7 +219,7 @@ async def run_step(
                     ledger.record_page(page)
 
         await execute_async(
-            [executor],
+            executors,
             layout.status_dir,
             keys,
             timeout=timeout_seconds,
@@ -169,6 +229,7 @@ async def run_step(
             settings=settings,
             on_step=on_step,
             requires=requires,
+            step_requires=step_requires,
             max_age_seconds=max_age_seconds,
         )
-    return report
+    return reports
