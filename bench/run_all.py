@@ -251,6 +251,44 @@ def rows_discovery(data: dict[str, Any], _out: str) -> list[Row]:
     ]
 
 
+def rows_chain(data: dict[str, Any], _out: str) -> list[Row]:
+    s = data.get("summary") or {}
+    events = _get(s, "events", "chain, one run") or {}
+    per_partition = s.get("tasks") and all(n == s["tasks"] for n in events.values())
+    return [
+        [
+            "chain",
+            "chain in one run / scrape alone (wall)",
+            s.get("chain_over_scrape_alone"),
+            "",
+            "-",
+        ],
+        [
+            "chain",
+            "chain in one run / three runs (wall)",
+            s.get("chain_over_three_runs"),
+            "< 1",
+            _verdict(
+                None if s.get("chain_over_three_runs") is None else s["chain_over_three_runs"] < 1
+            ),
+        ],
+        [
+            "chain",
+            "one materialisation per (asset, partition)",
+            None,
+            "",
+            _verdict(per_partition if events else None),
+        ],
+        [
+            "chain",
+            "home bytes per task (chain run)",
+            _get(s, "home_bytes_per_task", "chain, one run"),
+            "",
+            "-",
+        ],
+    ]
+
+
 def rows_shards(_data: dict[str, Any], out: str) -> list[Row]:
     # bench_shards prints "<two> / <one>: 1.56x pages/s (target >= 1.6)" per comparison.
     rows: list[Row] = []
@@ -271,6 +309,7 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("dagster", "bench.bench_dagster", rows_dagster, True),
     ("postgres", "bench.dagster.postgres", rows_postgres, True),
     ("discovery", "bench.engine.bench_discovery", rows_discovery, True),
+    ("chain", "bench.dagster.bench_chain", rows_chain, True),
     ("shards", "bench.scaleout.bench_shards", rows_shards, False),
     ("scale", "bench.bench_dagster", rows_scale, True),
 ]
@@ -291,6 +330,7 @@ QUICK_ARGS = {
     "scale": ["--scale-tasks", "1000"],
     "postgres": ["--tasks", "200"],
     "discovery": ["--pages", "500"],
+    "chain": ["--tasks", "300", "--rounds", "1"],
     "shards": ["--tasks", "400"],
 }
 

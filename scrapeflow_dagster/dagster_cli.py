@@ -15,8 +15,9 @@ IN_PROCESS = {"config": {"in_process": {}}}
 def single_step_config(
     config_json: str | None, module: str = DEFINITIONS_MODULE, *, tasks: int | None = None
 ) -> str | None:
-    """`config_json` with the in-process executor for a run of one shipped executor asset over
-    `tasks` tasks that is a single shard (unsharded, or too few tasks to split).
+    """`config_json` with the in-process executor for a run of the shipped executor assets (one
+    or several: they are one chain step) over `tasks` tasks that is a single shard (unsharded,
+    or too few tasks to split).
 
     Such a run is one engine pass: Dagster's default multiprocess executor would start (2-6 s)
     and stop (1-2 s) a process per step for it, about half of a small run (the demo's 305
@@ -50,9 +51,9 @@ def materialize_range_command(
     config_json: str | None = None,
     tasks: int | None = None,
 ) -> list[str]:
-    """`python -m dagster asset materialize` of `asset` over the partitions `first...last`
-    (`tasks` of them, when known), on the in-process executor when that is the faster choice
-    (`single_step_config`).
+    """`python -m dagster asset materialize` of `asset` (or several, comma-separated) over the
+    partitions `first...last` (`tasks` of them, when known), on the in-process executor when
+    that is the faster choice (`single_step_config`).
 
     Runs with this interpreter, so the command sees the same installed packages.
     """

@@ -5,8 +5,9 @@ every run (`defs/executor_events.py`). Each round runs `scrape` in-process on fr
 embedded home `scrapeflow home init` writes: SQLite, batched asset events) over the same local
 pages, once as shipped and once with `partition_metadata` returning nothing, for a run where
 every task succeeds and a run with 1% failures (the step logs one materialisation per
-partition either way). It prints wall and CPU time of the runs (the run is in this process; CPU is the
-steadier figure on a shared machine) and the ratios with/without, measured in the same run.
+partition either way). It prints wall and CPU time of the runs (the run is in this process;
+CPU is the steadier figure on a shared machine) and the ratios with/without, measured in the
+same run.
 
     .venv/bin/python -m bench.dagster.bench_metadata [--tasks 2000] [--rounds 2] [--json PATH]
 """

@@ -160,7 +160,8 @@ def executor_asset_names(module: str) -> list[str]:
                 and isinstance(partitions, dg.DynamicPartitionsDefinition)
                 and partitions.name == TASKS_PARTITIONS_NAME
             ):
-                names += [key.to_user_string() for key in asset.keys]
+                # In the chain's order (its outputs'); `keys` is a set.
+                names += [key.to_user_string() for key in asset.keys_by_output_name.values()]
     return list(dict.fromkeys(names))
 
 

@@ -1,5 +1,5 @@
 """`crawl_report` publishes numeric metadata over a run with failures, and definitions built
-with `scrapeflow_definitions` cover a user's own executor in the sensors."""
+with `scrapeflow_definitions` cover a user's own executor in the sensors and in the chain step."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -7,13 +7,14 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.assets import executor_assets
+from scrapeflow_dagster.defs.assets import build_executor_assets, executor_assets
 from scrapeflow_dagster.defs.executor_assets import executor_asset
-from scrapeflow_dagster.defs.factory import scrapeflow_definitions
+from scrapeflow_dagster.defs.factory import executor_chain, scrapeflow_definitions
 from scrapeflow_dagster.defs.report_asset import crawl_report
 from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.executor import taskify
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
     SHARD_REPORTS_DIR,
@@ -21,7 +22,7 @@ from scrapeflow_dagster.scaleout.shards import (
 )
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
-from scrapeflow_dagster_tests.support.partitions import partition_statuses
+from scrapeflow_dagster_tests.support.partitions import partition_statuses, range_tags
 from scrapeflow_dagster_tests.support.sensors import sensor_context
 from scrapeflow_dagster_tests.support.tasks import TaskRows
 
@@ -98,3 +99,44 @@ def test_shard_reports_follow_a_data_dir_given_to_the_factory(
     assert isinstance(reports, ShardReportsIOManager)
     assert reports.root() == elsewhere.resolve() / SHARD_REPORTS_DIR
     assert default.resources[SHARD_IO_MANAGER_KEY].root() == layout.root / SHARD_REPORTS_DIR
+
+
+def test_a_user_executor_joins_the_chain_step(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    instance: dg.DagsterInstance,
+    resources: dict[str, Any],
+    layout: DataLayout,
+) -> None:
+    @taskify
+    async def word_count(context: Any, key: str, status: dict) -> dict:
+        """Words on the page."""
+        return {"words": len((context.dir / f"{key}.scrape").read_bytes().split())}
+
+    unsharded = build_executor_assets(executor_asset)
+    chain = executor_chain([*unsharded, executor_asset(word_count, requires=["scrape"])])
+    assert chain.keys == {dg.AssetKey(n) for n in ("scrape", "validation", "pages", "word_count")}
+    rows = [(f"u-{n}", site_thread.url(f"/page/{n}")) for n in range(4)]
+    rows.insert(2, ("u-gone", site_thread.url("/status/404")))
+    keys = add_task_rows(rows)
+
+    result = dg.materialize(
+        [chain],
+        selection=["scrape", "word_count"],
+        instance=instance,
+        resources=resources,
+        tags=range_tags(keys[0], keys[-1]),
+        raise_on_error=False,
+    )
+
+    assert not result.success  # the 404
+    steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_START"}
+    assert steps == {"executor_chain"}  # one step: the user's executor ran in the chain
+    good = [key for key in keys if key != "u-gone"]
+    assert partition_statuses(instance, "word_count", keys) == {
+        **dict.fromkeys(good, dg.AssetPartitionStatus.MATERIALIZED),
+        "u-gone": None,  # its fetch failed: never counted, missing
+    }
+    assert partition_statuses(instance, "validation", keys) == dict.fromkeys(keys)
+    status = load_status(layout.status_dir, good[0])
+    assert status is not None and status["word_count"]["words"] > 0

@@ -464,3 +464,35 @@ def test_steps_after_a_refreshed_fetch_run_again_but_not_after_a_skipping_run(
     assert after is not None and after["pages_last_run"] > before["pages_last_run"]
     assert requests_for(evaluate(retry_sensor, instance, layout), "validation") == []
     assert requests_for(evaluate(retry_sensor, instance, layout), "pages") == []
+
+
+def test_after_a_chain_run_with_failures_the_retry_sensor_asks_for_exactly_the_failures(
+    site_thread: SiteThread,
+    add_task_rows: Callable[[TaskRows], list[str]],
+    layout: DataLayout,
+    instance: dg.DagsterInstance,
+    materialize_range: Materialize,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCRAPEFLOW_RETRY_BACKOFF_SECONDS", "0")
+    rows = [(key, site_thread.url(f"/page/{n}")) for n, key in enumerate(GOOD)]
+    rows.insert(2, (FLAKY, site_thread.url("/flaky/chain-x?fail=-1")))  # transient
+    rows.insert(4, (MISSING, site_thread.url("/status/404")))  # permanent
+    rows.insert(6, (CAPTCHA, site_thread.url("/captcha")))  # blocked at validation
+    keys = add_task_rows(rows)
+    assert not materialize_range(["scrape", "validation", "pages"], keys[0], keys[-1]).success
+
+    result = evaluate(retry_sensor, instance, layout)
+
+    # The transient fetch is retried, the block page fetched again (forced); nothing waits
+    # below a failure as "failed", so no validation or pages run is asked for.
+    assert isinstance(result, dg.SensorResult)
+    asked = {
+        (tuple(k.to_user_string() for k in r.asset_selection or []), r.tags["scrapeflow/reason"])
+        for r in result.run_requests or []
+    }
+    assert asked == {(("scrape",), "retry"), (("scrape",), "refetch-validation")}
+    assert FLAKY in covered(instance, requests_for(result, "scrape"))
+    assert MISSING not in covered(instance, requests_for(result, "scrape"))
+    refetch = [r for r in requests_for(result, "scrape") if r.run_config]
+    assert covered(instance, refetch) == {CAPTCHA}

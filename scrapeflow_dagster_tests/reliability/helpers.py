@@ -91,14 +91,15 @@ class BackgroundLoop:
 
 
 def assert_failed_only_through_tasks(result: dg.ExecuteInProcessResult, failed: int) -> None:
-    """The run failed, and only as the asset's own `dg.Failure` counting its failed tasks."""
+    """The run failed, and only as the step's own `dg.Failure` counting its failed `scrape`
+    tasks."""
     assert not result.success
     failures = result.get_step_failure_events()
     assert len(failures) == 1
     error = failures[0].step_failure_data.error
     assert error is not None
     assert error.cls_name == "Failure", error.to_string()
-    assert f"Failure: {failed} of " in error.message, error.message
+    assert f"Failure: scrape: {failed} of " in error.message, error.message
 
 
 def snapshot_files(folder: Path) -> dict[str, bytes]:

@@ -35,9 +35,10 @@ SEED = 20_241_122
 PAGES = 1995
 GONE_AT = (0, 400, 800, 1200, 1600)  # a /status/404 task is inserted before these pages
 KILLS = 5
-# The step "scrape", or "scrape.scrape_plan" when the shipped assets are sharded (several
-# cores): its shards start a few seconds later, still inside the kill window below.
-STEP_STARTED = 'STEP_START - Started execution of step "scrape'
+# The chain step "executor_chain", or "executor_chain.executor_chain_plan" when the shipped
+# assets are sharded (several cores): its shards start a few seconds later, still inside the
+# kill window below.
+STEP_STARTED = 'STEP_START - Started execution of step "executor_chain'
 KILL_DELAY_SECONDS = (1.0, 8.0)
 # With 20 ms per answer and 4 requests in flight the scrape of 2,000 pages lasts about 10 s, so
 # kills land in it and not only in Dagster's bookkeeping before and after it.
@@ -108,7 +109,7 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing(
     output = final.stdout + final.stderr
     # The run fails only because of the recorded permanent failures, not because of a crash.
     assert final.returncode != 0
-    assert f"Failure: {len(gone)} of {len(keys)} tasks failed" in output, output[-3000:]
+    assert f"Failure: scrape: {len(gone)} of {len(keys)} tasks failed" in output, output[-3000:]
 
     # At least one kill cut a scrape in the middle (some tasks done in that run, some not).
     interrupted = [

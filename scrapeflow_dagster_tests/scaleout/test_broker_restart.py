@@ -56,7 +56,10 @@ RUN_CONFIG = json.dumps(
         }
     }
 )
-SHARD_0, SHARD_1 = "scrape.scrape_shard[shard_0]", "scrape.scrape_shard[shard_1]"
+SHARD_0, SHARD_1 = (
+    "executor_chain.executor_chain_shard[shard_0]",
+    "executor_chain.executor_chain_shard[shard_1]",
+)
 
 
 def test_a_broker_killed_twice_mid_run_loses_no_task_and_runs_nothing_twice(
@@ -144,7 +147,12 @@ def test_a_broker_killed_twice_mid_run_loses_no_task_and_runs_nothing_twice(
             run_record.run_id, of_type=dg.DagsterEventType.STEP_START
         ).records
     step_keys = sorted(str(record.event_log_entry.step_key) for record in starts)
-    assert step_keys == ["scrape.scrape_collect", "scrape.scrape_plan", SHARD_0, SHARD_1]
+    assert step_keys == [
+        "executor_chain.executor_chain_collect",
+        "executor_chain.executor_chain_plan",
+        SHARD_0,
+        SHARD_1,
+    ]
 
 
 def redis_queue_length(server: RedisServer) -> int:

@@ -1,7 +1,9 @@
 """Shards on Celery workers (dagster-celery, Redis broker, Postgres-backed Dagster home): two
 real workers take the two shards of a run; a worker killed with SIGKILL in the middle of its
 shard loses nothing it had finished, and its shard is delivered again to the other worker,
-which completes the run: exactly the failed tasks end FAILED, the rest MATERIALIZED."""
+which completes the run: exactly the failed tasks end FAILED, the rest MATERIALIZED. A run of
+the chain (`scrape,validation`) on the workers ends as in one process: failed (asset, task)
+pairs FAILED, what waits below them missing, one materialisation per (asset, partition)."""
 
 import json
 import subprocess
@@ -62,7 +64,9 @@ def test_two_workers_take_the_shards_and_a_killed_one_loses_nothing_it_finished(
                 run = subprocess.Popen(args, env=env, cwd=REPO_ROOT, stdout=out, stderr=out)
             try:
                 pid = wait_until(
-                    lambda: started_pid(postgres_home, "scrape.scrape_shard[shard_0]"),
+                    lambda: started_pid(
+                        postgres_home, "executor_chain.executor_chain_shard[shard_0]"
+                    ),
                     what="shard 0 to start",
                     timeout_seconds=90,
                     poll_seconds=0.2,
@@ -98,7 +102,72 @@ def test_two_workers_take_the_shards_and_a_killed_one_loses_nothing_it_finished(
         by_step = materialised_by_step(instance, run_id, "scrape")
     # Shard 0 was run again by the other worker (the one that ran shard 1), which materialised
     # all of it: what the killed worker had finished as skipped successes.
-    assert starts["scrape.scrape_shard[shard_0]"] != pid
-    assert starts["scrape.scrape_shard[shard_1]"] != pid
-    assert set(by_step["scrape.scrape_shard[shard_0]"]) == set(first_shard)
-    assert set(by_step["scrape.scrape_shard[shard_1]"]) == set(sorted(keys)[30:]) - missing
+    assert starts["executor_chain.executor_chain_shard[shard_0]"] != pid
+    assert starts["executor_chain.executor_chain_shard[shard_1]"] != pid
+    assert set(by_step["executor_chain.executor_chain_shard[shard_0]"]) == set(first_shard)
+    assert (
+        set(by_step["executor_chain.executor_chain_shard[shard_1]"])
+        == set(sorted(keys)[30:]) - missing
+    )
+
+
+def test_a_chain_run_on_workers_ends_exact_with_one_event_per_partition(
+    postgres_home: Path, redis_broker: str, layout: DataLayout, tmp_path: Path
+) -> None:
+    env = worker_env(postgres_home, layout, redis_broker)
+    with site_process(pages=50, page_bytes=2000) as base_url:
+        rows = [(f"t-{n:02d}", f"{base_url}/page/{n}") for n in range(40)]
+        missing = {"t-05", "t-25"}  # one per shard: 404, scrape fails
+        blocked = {"t-12", "t-33"}  # one per shard: captcha page, validation fails
+        rows = [
+            (key, f"{base_url}/status/404" if key in missing else f"{base_url}/captcha")
+            if key in missing | blocked
+            else (key, url)
+            for key, url in rows
+        ]
+        keys = add_tasks(layout, postgres_home, rows)
+        with celery_workers(redis_broker, env, tmp_path, count=2, visibility_timeout_seconds=60):
+            args = [str(BIN_DIR / "dagster"), "asset", "materialize", "-m", SHARDED_DEFS]
+            args += ["--select", "scrape,validation"]
+            args += ["--partition-range", f"{keys[0]}...{keys[-1]}", "--config-json", SLOW_CONFIG]
+            # From a temp folder (Dagster reads `.env` where it starts); the tests' location
+            # is imported from the repository, by the CLI and by the workers.
+            args += ["--working-directory", str(REPO_ROOT)]
+            done = subprocess.run(
+                args,
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-5000:]
+    assert "scrape: 2 of 40 tasks failed" in output, output[-5000:]
+    assert "validation: 2 of 40 tasks failed" in output, output[-5000:]
+    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+        scrape = partition_statuses(instance, "scrape", keys)
+        validation = partition_statuses(instance, "validation", keys)
+        run_id = last_run(instance).run_id
+        events = {
+            asset: materialised_by_step(instance, run_id, asset)
+            for asset in ("scrape", "validation")
+        }
+        starts = step_starts(instance, run_id)
+    assert keys_with(scrape, Status.FAILED) == missing
+    assert keys_with(scrape, Status.MATERIALIZED) == set(keys) - missing
+    assert keys_with(validation, Status.FAILED) == blocked
+    assert keys_with(validation, None) == missing  # never fetched: missing, not failed
+    assert keys_with(validation, Status.MATERIALIZED) == set(keys) - missing - blocked
+    # Each shard ran on a worker and logged its own tasks' events, one per partition.
+    shards = sorted(step for step in starts if "_shard[" in step)
+    assert shards == [
+        "executor_chain.executor_chain_shard[shard_0]",
+        "executor_chain.executor_chain_shard[shard_1]",
+    ]
+    for asset, expected in (
+        ("scrape", set(keys) - missing),
+        ("validation", set(keys) - missing - blocked),
+    ):
+        logged = [key for step in shards for key in events[asset].get(step, [])]
+        assert sorted(logged) == sorted(expected), asset

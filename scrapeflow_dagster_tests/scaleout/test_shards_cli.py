@@ -89,8 +89,11 @@ def test_two_shards_run_as_two_processes_and_fail_exactly_the_failed_tasks(
         starts = step_starts(instance, run.run_id)
         by_step = materialised_by_step(instance, run.run_id, "scrape")
 
-    shards = sorted(step for step in starts if "scrape_shard[" in step)
-    assert shards == ["scrape.scrape_shard[shard_0]", "scrape.scrape_shard[shard_1]"]
+    shards = sorted(step for step in starts if "_shard[" in step)
+    assert shards == [
+        "executor_chain.executor_chain_shard[shard_0]",
+        "executor_chain.executor_chain_shard[shard_1]",
+    ]
     assert starts[shards[0]] != starts[shards[1]], "both shards ran in one process"
     # Each shard logged its own successes: disjoint halves of the sorted keys, together all.
     first, second = (set(by_step.get(step, [])) for step in shards)
