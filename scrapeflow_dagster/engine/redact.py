@@ -7,10 +7,11 @@ from typing import Any
 
 from yarl import URL
 
-# `scheme://user:pass@host` or `scheme://token@host`, anywhere in a text, up to the last `@`
-# before the query: a password may hold a `/` or `:` unescaped. (A path with an `@` in it loses
-# its host too: shown too little rather than a password shown.)
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s@'\"?#]*@")
+# A URL (or what looks like one) in a text: its scheme, then everything up to a blank or quote.
+_URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s'\"<>]*)")
+# Where a URL's authority ends (WHATWG: the first `/`, `?`, `#`, or `\` of a special URL).
+_AUTHORITY_END = re.compile(r"[/?#\\]")
+_QUERY_START = re.compile(r"[?#]")
 # API keys passed as query parameters or auth headers that aiohttp may echo in messages.
 _SECRET_PARAMS = re.compile(
     r"(?i)(?P<name>api[_-]?key|apikey|token|password|passwd|secret|auth)=(?P<value>[^&\s'\"]+)"
@@ -18,11 +19,41 @@ _SECRET_PARAMS = re.compile(
 
 
 def redact(text: str) -> str:
-    """Return `text` with URL credentials and secret-looking query values replaced by `***`."""
+    """Return `text` with URL credentials and secret-looking query values replaced by `***`.
+
+    Only a URL's userinfo (`scheme://user:pass@host`, `scheme://token@host`) is a credential:
+    an `@` in a path or query (`/list/dev@python.org/`, `/package/@types/node`, `/@user`)
+    stays as written.
+    """
     if "@" not in text and "=" not in text:  # neither pattern can match: skip the regexes
         return text
-    text = _USERINFO.sub(r"\g<scheme>***@", text)
+    if "@" in text:
+        text = _URL.sub(_mask_userinfo, text)
     return _SECRET_PARAMS.sub(r"\g<name>=***", text)
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    scheme, rest = match.group("scheme"), match.group("rest")
+    end = _AUTHORITY_END.search(rest)
+    authority = rest[: end.start()] if end else rest
+    at = authority.rfind("@")
+    if at >= 0:
+        return f"{scheme}{MASK}{rest[at:]}"
+    if end is not None and _port_is_not_a_number(authority):
+        # `user:pa/ss@host`: a password holding an unescaped `/` (no valid URL, but a proxy
+        # setting may be written so). A host's port is a number, so `user:pa` is no host:
+        # everything up to the last `@` before the query is userinfo.
+        query = _QUERY_START.search(rest)
+        at = rest.rfind("@", 0, query.start() if query else len(rest))
+        if at > end.start():
+            return f"{scheme}{MASK}{rest[at:]}"
+    return match.group(0)
+
+
+def _port_is_not_a_number(authority: str) -> bool:
+    host_end = authority.find("]") + 1 if authority.startswith("[") else 0  # IPv6 literal
+    colon = authority.find(":", host_end)
+    return colon >= 0 and not authority[colon + 1 :].isdigit()
 
 
 MASK = "***"
