@@ -53,12 +53,17 @@ Routes (and the module that serves them):
     `/graph/private/{n}` (`graph`): a 200 page that robots.txt disallows.
     `/robots.txt` (`graph`): `User-agent: *`, `Disallow: /graph/private/`, and
         `Crawl-delay: X` when `crawl_delay_seconds` is set.
+    `/spelled/` (`spelled`): links spelled as real sites spell them (escapes, bare query keys,
+        query order and repeats, `@` in paths, dot segments) under a `<base href>`, an `<area>`
+        link, and `/spelled/many` with 1,200 links; `GET /control/spelled` lists the request
+        targets as they arrived (undecoded).
     `GET /control/requests` (`traffic`): every non-control request counted:
         `{"paths": {path: n}, "statuses": {path: {"200": a, "304": b}}, "max_in_flight":
         {host: n}, "in_flight": {host: n}}`, hosts as the requests' Host headers.
         `POST /control/requests/reset` zeroes the counts (requests still in flight stay in
         `in_flight` and start the new `max_in_flight`).
-    `POST /control/reset`: forgets all flaky, timed and mixed state and the request counts.
+    `POST /control/reset`: forgets all flaky, timed and mixed state, the request counts and the
+        `/spelled/` targets.
 """
 
 from aiohttp import web
@@ -75,6 +80,7 @@ from scrapeflow_dagster.site.mixed import (
 )
 from scrapeflow_dagster.site.named_faults import NamedFaults
 from scrapeflow_dagster.site.pages import LINKS_PER_PAGE, Pages, page_links
+from scrapeflow_dagster.site.spelled import Spelled
 from scrapeflow_dagster.site.traffic import Traffic
 
 __all__ = [
@@ -128,12 +134,14 @@ def build_site(
         size=graph_size, delay_seconds=graph_delay_seconds, crawl_delay_seconds=crawl_delay_seconds
     )
     traffic = Traffic()
+    spelled = Spelled()
 
     async def reset_all(request: web.Request) -> web.Response:
         named.forget()
         mixed.forget()
         site_pages.cached_answers.clear()
         traffic.forget()
+        spelled.forget()
         return web.Response(text="ok")
 
     app = web.Application(middlewares=[traffic.middleware])
@@ -169,6 +177,10 @@ def build_site(
             web.get(r"/graph/{n:\d+}", graph.page),
             web.get("/graph/private/{n}", graph.private),
             web.get("/robots.txt", graph.robots),
+            web.get("/spelled/", spelled.index),
+            web.get("/spelled/many", spelled.many),
+            web.get("/spelled/{tail:.+}", spelled.target),
+            web.get("/control/spelled", spelled.control),
             web.get("/control/requests", traffic.control),
             web.post("/control/requests/reset", traffic.reset),
         ]

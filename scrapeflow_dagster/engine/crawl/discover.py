@@ -1,8 +1,10 @@
 """`discover`: the links of parsed pages become new tasks (the one function both drivers call).
 
 For each parent whose `pages` step succeeded and whose links were not taken in yet, every link
-is canonicalised as task keys are, judged (`scope.Rules`), deduplicated by request fingerprint
-against every task of the data dir and within the batch, counted against its crawl's
+(as the page links it, resolved as a browser resolves it: the URL the new task requests and
+the frontier stores) is judged (`scope.Rules`), deduplicated by the fingerprint of its
+canonical form (as task keys are) against every task of the data dir and within the batch,
+counted against its crawl's
 `max_pages`, and recorded as a frontier row. A link that a fresh robots.txt cached by the runs
 disallows for our User-Agent is recorded `disallowed` and never becomes a task: in daemon
 mode its scrape would end DISALLOWED, unmaterialised, and hold back `validation` and `pages`
@@ -278,6 +280,7 @@ def _plan(
             # The seed is a task of its crawl too.
             if outcome is None and budget is not None and 1 + sizes.get(crawl, 0) >= budget:
                 outcome = OVER_BUDGET
+            # Stored and requested as the page links it; the canonical form only dedupes.
             rows.append({**common, "url": link.url, "child": link.key, "outcome": outcome or ADDED})
             if outcome is not None:
                 continue

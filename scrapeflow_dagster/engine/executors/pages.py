@@ -13,13 +13,12 @@ from typing import NamedTuple
 
 from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
-from yarl import URL
 
 from scrapeflow_dagster.engine.executors.stored_body import read_body
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
 from scrapeflow_dagster.engine.state.schema import StatusData, fields_of
+from scrapeflow_dagster.engine.tasks.urls import document_base, resolve_link
 
-MAX_LINKS_KEPT = 100
 TEXT_START_CHARS = 200
 # w3lib's window: HTML5 asks for 1024 bytes, but long heads put their meta later than that.
 META_SCAN_BYTES = 4096
@@ -133,11 +132,16 @@ def content_type_of(headers: Mapping[str, str] | None) -> str | None:
 
 
 def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -> ExecutorOutput:
-    """Title, absolute links (deduplicated, first `MAX_LINKS_KEPT`), text size and start of a page.
+    """Title, every link (deduplicated, in page order), text size and start of a page.
+
+    Links are the `href` of `<a>` and `<area>` elements (what Scrapy's link extractor takes),
+    resolved as a browser resolves them (`tasks.urls.resolve_link`): against the document's
+    `<base href>` when it has one, escapes and query kept as written, fragment dropped; only
+    http(s) URLs are kept.
 
     Args:
         body: the page as fetched.
-        base_url: the URL relative links are resolved against.
+        base_url: the URL the page was fetched from (after redirects).
         content_type: the response's Content-Type header, for its charset.
 
     Returns:
@@ -148,21 +152,24 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
     page = decode_html(body, content_type=content_type)
     tree = HTMLParser(page.text)
     title_node = tree.css_first("title")
-    base = URL(base_url)
+    base_node = tree.css_first("base[href]")
+    base = document_base(base_url, base_node.attributes.get("href") if base_node else None)
     links: dict[str, None] = {}
-    for node in tree.css("a[href]"):
-        href = (node.attributes.get("href") or "").strip()
-        if not href or href.startswith(("#", "javascript:", "mailto:")):
-            continue
-        try:
-            links[str(base.join(URL(href)).with_fragment(None))] = None
-        except ValueError:
-            continue
+    resolved: dict[str, str | None] = {}  # menus and footers repeat the same hrefs
+    for node in tree.css("a[href], area[href]"):
+        href = node.attributes.get("href") or ""
+        if href not in resolved:
+            # An empty href or a bare fragment is the page itself, not a link to follow.
+            wanted = href.strip() and not href.strip().startswith("#")
+            resolved[href] = resolve_link(base, href) if wanted else None
+        link = resolved[href]
+        if link is not None:
+            links[link] = None
     text = tree.body.text(separator=" ") if tree.body is not None else ""
     return {
         "title": title_node.text(strip=True) if title_node is not None else None,
         "link_count": len(links),
-        "links": list(links)[:MAX_LINKS_KEPT],
+        "links": list(links),
         "text_bytes": len(text.encode()),
         "text_start": " ".join(text.split())[:TEXT_START_CHARS],
         "charset": page.charset,

@@ -33,6 +33,7 @@ from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taski
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
 from scrapeflow_dagster.engine.state.schema import StatusData, is_success
 from scrapeflow_dagster.engine.tasks.keys import validate_url
+from scrapeflow_dagster.engine.tasks.urls import request_url
 
 ResponseCallback = Callable[[bytes], None]
 NOT_MODIFIED = 304
@@ -131,7 +132,7 @@ async def _request_once(
 
 def _check_params(params: dict[str, Any]) -> URL:
     """Refuse params aiohttp would crash on, so they fail their task and not the whole run."""
-    url = validate_url(params.get("url"))
+    validate_url(params.get("url"))
     headers = params.get("headers")
     if headers is not None and not (
         isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values())
@@ -141,7 +142,13 @@ def _check_params(params: dict[str, Any]) -> URL:
     cookies = params.get("cookies")
     if cookies is not None and not isinstance(cookies, dict):
         raise InvalidTaskError("params['cookies'] must be an object")
-    return url
+    try:
+        # Sent as a browser sends it: the task's URL keeps its escapes and query as written.
+        return request_url(params["url"])
+    except ValueError:
+        raise InvalidTaskError(
+            f"url {redact(str(params['url']))!r} is not a URL a browser could request"
+        ) from None
 
 
 async def fetch(

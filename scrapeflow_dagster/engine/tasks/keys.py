@@ -129,9 +129,11 @@ def request_key(url: str, *, method: str = "GET", body: Mapping[str, Any] | None
 
 @dataclass(frozen=True, slots=True)
 class LinkIdentity:
-    """A GET request for a link: its canonical URL, fingerprint and the key `request_key` gives."""
+    """A GET request for a link: its URL as given (what is requested and stored), its
+    canonical URL and fingerprint (what de-duplicates) and the key `request_key` gives."""
 
     url: str
+    canonical: str
     fingerprint: str
     key: str
     host: str  # lower case, without the port
@@ -151,7 +153,9 @@ def link_identity(url: str) -> LinkIdentity:
     key = _readable_key(parsed, fingerprint, "GET")
     # Spelled as `polite.robots.origin_of` spells it (the name of the robots.txt cache file).
     origin = f"{parsed.scheme}://{parsed.host}:{parsed.port}"
-    return LinkIdentity(canonical, fingerprint, key, (parsed.host or "").lower(), origin)
+    return LinkIdentity(
+        url.strip(), canonical, fingerprint, key, (parsed.host or "").lower(), origin
+    )
 
 
 def short_fingerprint_of_key(key: str) -> str | None:

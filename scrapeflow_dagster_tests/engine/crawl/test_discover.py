@@ -65,10 +65,12 @@ def test_links_in_scope_become_tasks_with_the_seeds_settings(layout: DataLayout)
         "parent": root,
         "crawl": root,
     }
+    # Rows (and new tasks) keep each URL as linked; the canonical form only dedupes.
     assert _outcomes(layout) == {
         "http://shop.example.com/graph/1": "added",
-        "http://shop.example.com/graph/2": "added",
-        "http://shop.example.com/graph/3?a=1&b=2": "added",
+        "http://SHOP.example.com:80/graph/2": "added",
+        "http://shop.example.com/graph/2": "known",
+        "http://shop.example.com/graph/3?b=2&a=1": "added",
         "http://other.example.com/graph/4": "out_of_scope",
         "ftp://shop.example.com/graph/5": "out_of_scope",
         "http://shop.example.com/about": "out_of_scope",
@@ -76,6 +78,8 @@ def test_links_in_scope_become_tasks_with_the_seeds_settings(layout: DataLayout)
     rows = frontier(layout)
     assert {(r["crawl"], r["parent"], r["depth"]) for r in rows} == {(root, root, 1)}
     assert {r["child"] for r in rows if r["url"].endswith("/graph/1")} == {child}
+    third = request_key("http://shop.example.com/graph/3?a=1&b=2")
+    assert params_of(layout, third)["url"] == "http://shop.example.com/graph/3?b=2&a=1"
 
 
 def test_domain_scope_keeps_the_registered_domain(layout: DataLayout) -> None:

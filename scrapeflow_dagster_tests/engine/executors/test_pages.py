@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scrapeflow_dagster.engine.executor import Executor, execute_async
-from scrapeflow_dagster.engine.executors.pages import DETECT_BYTES, decode_html, pages
+from scrapeflow_dagster.engine.executors.pages import DETECT_BYTES, decode_html, pages, parse_html
 from scrapeflow_dagster.engine.scrape import scrape
 from scrapeflow_dagster.engine.status import StatusData, load_status
 from scrapeflow_dagster.site.charsets import CHARSET_PAGES, CYRILLIC_TEXT, CYRILLIC_TITLE
@@ -163,3 +163,45 @@ def test_ascii_and_binary_bodies_still_decode() -> None:
     assert decode_html(b"<html><title>Plain</title></html>")[1:] == ("utf-8", "detected")
     assert decode_html(b"")[1:] == ("utf-8", "detected")
     assert decode_html(bytes(range(256))).text  # whatever it is, it decodes
+
+
+SPELLINGS = [
+    # (href, base, resolved as a browser resolves it)
+    (
+        "Salt_%28cryptography%29",
+        "http://h.test/wiki/",
+        "http://h.test/wiki/Salt_%28cryptography%29",
+    ),
+    ("?time(3)", "http://h.test/p", "http://h.test/p?time(3)"),
+    ("?q=is%3Aissue&b=2&a=1&a=0", "http://h.test/p", "http://h.test/p?q=is%3Aissue&b=2&a=1&a=0"),
+    ("/a?x=%2F%3F", "http://h.test/p", "http://h.test/a?x=%2F%3F"),
+    ("../up/./x#frag", "http://h.test/a/b/", "http://h.test/a/up/x"),
+    ("//Other.TEST:80/q", "http://h.test/", "http://other.test/q"),
+    ("https://h.test:443/a b", "http://h.test/", "https://h.test/a%20b"),
+    ("http://bücher.test/ä", "http://h.test/", "http://xn--bcher-kva.test/%C3%A4"),
+    ("/package/@types/node", "https://npm.test/", "https://npm.test/package/@types/node"),
+    ("  /padded  ", "http://h.test/x", "http://h.test/padded"),
+]
+
+
+@pytest.mark.parametrize(("href", "base", "resolved"), SPELLINGS)
+def test_links_are_resolved_as_a_browser_resolves_them(href: str, base: str, resolved: str) -> None:
+    html = f'<html><body><a href="{href}">x</a></body></html>'.encode()
+    assert parse_html(html, base)["links"] == [resolved]
+
+
+def test_base_href_area_links_and_every_link_of_a_large_page_are_kept() -> None:
+    many = "".join(f'<a href="n/{n}">{n}</a>' for n in range(10_000))
+    html = (
+        '<html><head><base href="/other/"></head><body>'
+        '<a href="x">x</a><map><area href="y"></map><a href="#top">t</a><a href="">e</a>'
+        '<a href="mailto:a@b.test">m</a><a href="javascript:void(0)">j</a>'
+        f"{many}</body></html>"
+    ).encode()
+
+    parsed = parse_html(html, "http://h.test/dir/page")
+
+    links = parsed["links"]
+    assert links[:2] == ["http://h.test/other/x", "http://h.test/other/y"]
+    assert len(links) == 2 + 10_000 == parsed["link_count"]
+    assert links[-1] == "http://h.test/other/n/9999"

@@ -1,0 +1,56 @@
+"""A crawl misses no link and changes no URL: through the real `scrapeflow crawl` against the
+bundled site's `/spelled/` pages, every link is requested exactly as a browser resolves it
+(`<base href>`, escapes, bare query keys, query order and repeats, `@` in paths, `<area>`), a
+page with 1,200 links has every one followed, and DuckDB stores each URL as linked."""
+
+import json
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster.site.spelled import AREA_LINK, MANY_LINKS, SPELLED_LINKS
+from scrapeflow_dagster_tests.cli.helpers import Run
+
+
+@pytest.fixture
+def site() -> Iterator[SiteThread]:
+    with SiteThread(pages=10) as running:
+        yield running
+
+
+def targets(site: SiteThread) -> Counter[str]:
+    with urllib.request.urlopen(site.url("/control/spelled"), timeout=10) as response:
+        return Counter(json.load(response)["targets"])
+
+
+@pytest.mark.slow  # about 30 s: two rounds, 1,209 pages
+def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
+    site: SiteThread, run_command: Run, layout: DataLayout, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(site.url("/spelled/") + "\n")
+
+    done = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2", timeout_seconds=600)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = ["/spelled/", *(target for _, target in SPELLED_LINKS), AREA_LINK[1]]
+    expected += [f"/spelled/many/{n}" for n in range(MANY_LINKS)]
+    # Each page asked for once, at exactly the target a browser sends for its link.
+    assert targets(site) == Counter(expected)
+    urls = {site.url(target) for target in expected}
+    db = duckdb.connect(str(layout.db_path), read_only=True)
+    try:
+        stored = {row[0] for row in db.sql("SELECT url FROM tasks").fetchall()}
+        linked = {row[0] for row in db.sql("SELECT url FROM frontier").fetchall()}
+        parsed = db.execute("SELECT count(*) FROM pages").fetchall()
+    finally:
+        db.close()
+    assert stored == urls  # no URL rewritten into its canonical form
+    assert linked == urls - {site.url("/spelled/")}
+    assert parsed == [(len(expected),)]
