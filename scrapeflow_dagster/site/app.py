@@ -179,6 +179,7 @@ def build_site(
             web.get("/robots.txt", graph.robots),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),
+            web.get("/spelled/download/{name}", spelled.download),
             web.get("/spelled/{tail:.+}", spelled.target),
             web.get("/control/spelled", spelled.control),
             web.get("/control/requests", traffic.control),

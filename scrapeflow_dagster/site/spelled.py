@@ -4,7 +4,8 @@
 whose spelling a crawler must keep: escapes in the path (`%28`, `%29`, `%7E`), bare and
 escaped query keys (`?time(3)`, `?q=is%3Aissue`), query order and repeats, `@` in a path, a
 dot segment, an `<area>` link, and `/spelled/many`, which links to `/spelled/many/0` ...
-`/spelled/many/{MANY_LINKS - 1}`. Every other `/spelled/...` path answers a small page without
+`/spelled/many/{MANY_LINKS - 1}`, and a download (`/spelled/download/{name}`, not HTML).
+Every other `/spelled/...` path answers a small page without
 links. The site records each request target as it arrived, undecoded (`GET /control/spelled`).
 """
 
@@ -23,6 +24,8 @@ SPELLED_LINKS = (
     ("/spelled/many", "/spelled/many"),
 )
 AREA_LINK = ("map-target", "/spelled/dir/map-target")
+# A download linked from /spelled/: fetched, never parsed as a page.
+DOWNLOAD_LINK = ("/spelled/download/tool.py", "/spelled/download/tool.py")
 
 
 def _html(title: str, body: str, head: str = "") -> web.Response:
@@ -46,7 +49,8 @@ class Spelled:
     async def index(self, request: web.Request) -> web.Response:
         """The page of odd spellings, under a `<base href>`."""
         self.targets.append(request.raw_path)
-        links = "".join(f'<li><a href="{href}">{href}</a></li>\n' for href, _ in SPELLED_LINKS)
+        hrefs = [href for href, _ in SPELLED_LINKS] + [DOWNLOAD_LINK[0]]
+        links = "".join(f'<li><a href="{href}">{href}</a></li>\n' for href in hrefs)
         area = f'<map name="m"><area href="{AREA_LINK[0]}" alt="area"></map>'
         return _html("Spelled", f"<ul>\n{links}</ul>\n{area}", f'<base href="{BASE_HREF}">')
 
@@ -55,6 +59,12 @@ class Spelled:
         self.targets.append(request.raw_path)
         links = "".join(f'<a href="many/{n}">{n}</a>\n' for n in range(MANY_LINKS))
         return _html("Many links", links, '<base href="/spelled/">')
+
+    async def download(self, request: web.Request) -> web.Response:
+        """A file that is no page (`application/octet-stream`), with an HTML-looking body."""
+        self.targets.append(request.raw_path)
+        body = b'# <a href="/spelled/never-followed">not a link</a>\nprint("hello")\n'
+        return web.Response(body=body, content_type="application/octet-stream")
 
     async def target(self, request: web.Request) -> web.Response:
         """Any other `/spelled/...` page: no links."""

@@ -1,7 +1,8 @@
 """A crawl misses no link and changes no URL: through the real `scrapeflow crawl` against the
 bundled site's `/spelled/` pages, every link is requested exactly as a browser resolves it
 (`<base href>`, escapes, bare query keys, query order and repeats, `@` in paths, `<area>`), a
-page with 1,200 links has every one followed, and DuckDB stores each URL as linked."""
+page with 1,200 links has every one followed, a download is fetched but not parsed as a page,
+and DuckDB stores each URL as linked."""
 
 import json
 import urllib.request
@@ -14,7 +15,7 @@ import pytest
 
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.site.spelled import AREA_LINK, MANY_LINKS, SPELLED_LINKS
+from scrapeflow_dagster.site.spelled import AREA_LINK, DOWNLOAD_LINK, MANY_LINKS, SPELLED_LINKS
 from scrapeflow_dagster_tests.cli.helpers import Run
 
 
@@ -40,6 +41,7 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
 
     assert done.returncode == 0, done.stdout + done.stderr
     expected = ["/spelled/", *(target for _, target in SPELLED_LINKS), AREA_LINK[1]]
+    expected.append(DOWNLOAD_LINK[1])
     expected += [f"/spelled/many/{n}" for n in range(MANY_LINKS)]
     # Each page asked for once, at exactly the target a browser sends for its link.
     assert targets(site) == Counter(expected)
@@ -49,8 +51,15 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
         stored = {row[0] for row in db.sql("SELECT url FROM tasks").fetchall()}
         linked = {row[0] for row in db.sql("SELECT url FROM frontier").fetchall()}
         parsed = db.execute("SELECT count(*) FROM pages").fetchall()
+        download = db.execute(
+            "SELECT r.status, r.size FROM step_runs r JOIN tasks t USING (key) "
+            "WHERE t.url = ? AND r.executor = 'pages'",
+            [site.url(DOWNLOAD_LINK[1])],
+        ).fetchall()
     finally:
         db.close()
     assert stored == urls  # no URL rewritten into its canonical form
     assert linked == urls - {site.url("/spelled/")}
-    assert parsed == [(len(expected),)]
+    # The download is a fetched file: no `pages` row, its links (none followed) not read.
+    assert parsed == [(len(expected) - 1,)]
+    assert download == [("SUCCESS", 66)]

@@ -36,6 +36,8 @@ _META_CHARSET = re.compile(rb"""<meta\b[^>]*?\bcharset\s*=\s*["']?\s*([\w.:+-]+)
 # WHATWG decodes these labels as windows-1252, and pages labelled so often hold its quotes.
 _WHATWG_SUPERSETS = {"ascii": "cp1252", "iso8859-1": "cp1252"}
 _FALLBACK_CODEC = "cp1252"
+# What is parsed as a page; a body without a Content-Type is taken for HTML, as before.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 class DecodedPage(NamedTuple):
@@ -131,6 +133,12 @@ def content_type_of(headers: Mapping[str, str] | None) -> str | None:
     return None
 
 
+def is_html(content_type: str | None) -> bool:
+    """Whether a body of `content_type` (a Content-Type header, or None) is parsed as a page."""
+    mime = (content_type or "").partition(";")[0].strip().lower()
+    return not mime or mime in HTML_TYPES
+
+
 def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -> ExecutorOutput:
     """Title, every link (deduplicated, in page order), text size and start of a page.
 
@@ -179,11 +187,18 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
 
 @taskify
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
-    """Decode and parse the stored page: title, links, text size and the charset used."""
+    """Decode and parse the stored page: title, links, text size and the charset used (an
+    HTML or XHTML body; any other type is kept as a fetched file, with its type and size)."""
     scraped = status.get("scrape") or {}
     base_url = scraped.get("final_url") or status["params"]["url"]
     content_type = content_type_of(scraped.get("response_headers"))
-    parsed = parse_html(read_body(context, key), base_url, content_type=content_type)
+    body = read_body(context, key)
+    if is_html(content_type):
+        parsed = parse_html(body, base_url, content_type=content_type)
+    else:
+        # A download (a script, a PDF, JSON): a fetched file, not a page. It has no title or
+        # links and no `pages` row; its type and size are kept (and its step row's size).
+        parsed = {"file": True, "size": len(body), "links": []}
     # What the `pages` table holds beside the parse, from the fetch it parsed.
     return {
         **parsed,
