@@ -21,10 +21,11 @@ from scrapeflow_dagster.engine.crawl import discover, finish_batch, pending_batc
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
-from scrapeflow_dagster.engine.state.schema import is_success
+from scrapeflow_dagster.engine.state.schema import executor_names, fields_of, is_success
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec, read_task_file
 
@@ -110,8 +111,14 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     log_path = frontier_dir(layout) / "crawl.log"
     print(f"crawl of {common.plural(len(seeds), 'seed')}; dagster output in {log_path}", flush=True)
     with log_path.open("a") as log:
-        total = _rounds(layout, seeds, assets, module=args.module, log=log)
-    print(f"crawl finished: {common.plural(total, 'task')} run; see `scrapeflow status`")
+        seen, ran = _rounds(layout, seeds, assets, module=args.module, log=log)
+    if ran:
+        print(
+            f"crawl finished: {common.plural(ran, 'task')} run of {seen} in the crawl; "
+            "see `scrapeflow status`"
+        )
+    else:
+        print("crawl finished: nothing to do, every task of the crawl was parsed already")
     return 1 if refused else 0
 
 
@@ -137,10 +144,12 @@ def _add_seeds(
 
 def _rounds(
     layout: DataLayout, seeds: list[str], assets: list[str], *, module: str, log: IO[str]
-) -> int:
-    """Run rounds until no task of the crawl is left to run; returns the tasks run."""
+) -> tuple[int, int]:
+    """Run rounds until no task of the crawl is left to run; returns the tasks of the crawl
+    seen and how many of them were run (not already parsed)."""
     crawls = set(seeds)
     attempted: set[str] = set()
+    ran = 0
     todo = list(seeds)
     number = 0
     while True:
@@ -148,8 +157,9 @@ def _rounds(
         todo += [k for b in batches for k in b.keys]
         todo = [k for k in dict.fromkeys(todo) if k not in attempted]
         if not todo:
-            return len(attempted)
-        to_run, failed = _materialise(layout, todo, assets, module=module, log=log)
+            return len(attempted), ran
+        to_run, _ = _materialise(layout, todo, assets, module=module, log=log)
+        ran += len(to_run)
         attempted.update(todo)
         ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
         try:
@@ -159,16 +169,58 @@ def _rounds(
             ledger.close(lock_timeout_seconds=_SYNC_LOCK_TIMEOUT_SECONDS)
         for batch in batches:
             finish_batch(layout, batch.id)  # its tasks have run
-        parsed = sum(_parsed(layout, k) for k in todo)
-        outcomes = ", ".join(f"{n} {what}" for what, n in Counter(found.outcomes).most_common())
+        outcome = _round_outcome(layout, todo, to_run)
+        links = ", ".join(f"{n} {what}" for what, n in Counter(found.outcomes).most_common())
         print(
-            f"round {number}: {common.plural(len(todo), 'task')} ({len(to_run)} run, "
-            f"{failed} runs failed), {parsed} parsed; links: {outcomes or 'none'}; "
-            f"{len(found.keys)} new tasks",
+            f"round {number}: {outcome}; links: {links or 'none'}; "
+            f"{common.plural(len(found.keys), 'new task')}",
             flush=True,
         )
+        for url, reason in _failed(layout, to_run)[:_FAILURES_SHOWN]:
+            print(f"  failed: {url}: {reason}", flush=True)
         todo = []
         number += 1
+
+
+# How many failed tasks a round line names (the rest: `scrapeflow status`, DuckDB).
+_FAILURES_SHOWN = 3
+
+
+def _round_outcome(layout: DataLayout, todo: list[str], to_run: list[str]) -> str:
+    """`12 tasks (3 already parsed): 8 parsed, 1 failed` in tasks, never in Dagster runs."""
+    parsed = sum(_parsed(layout, k) for k in to_run)
+    failed = len(_failed(layout, to_run))
+    earlier = len(todo) - len(to_run)
+    text = common.plural(len(todo), "task")
+    if earlier:
+        text += f" ({earlier} already parsed)"
+    if not to_run:
+        return text + ": nothing to run"
+    text += f": {common.plural(parsed, 'page')} parsed"
+    if failed:
+        text += f", {failed} failed"
+    rest = len(to_run) - parsed - failed
+    return text + (f", {rest} not run to the end" if rest else "")
+
+
+def _failed(layout: DataLayout, keys: list[str]) -> list[tuple[str, str]]:
+    """(URL, the failed step's status) of the tasks of `keys` whose last run failed."""
+    found = []
+    for key in keys:
+        try:
+            status = load_status(layout.status_dir, key)
+        except StatusFileError as exc:
+            found.append((key, str(exc)))
+            continue
+        if status is None:
+            continue
+        for name in executor_names(status):
+            text = str(status.get(fields_of(name).status) or "")
+            if text.startswith("ERROR"):
+                url = redact(str(status.get("params", {}).get("url", key)))
+                found.append((url, f"{name} {text}"))
+                break
+    return found
 
 
 def _parsed(layout: DataLayout, key: str) -> bool:

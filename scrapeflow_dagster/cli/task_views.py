@@ -48,11 +48,21 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 2  # nothing could be read (the exit codes in `scrapeflow --help`)
     summary = status_summary(status_dir)
     if not summary.empty:
-        print(summary.to_string())
+        # One row per status string, as scrapeflow's `status_summary` gives it; an error's
+        # message is cut so the table stays readable (whole messages: `tasks show KEY`).
+        summary.index = summary.index.map(_short_label)
+        print(summary.groupby(level=0, sort=False).sum().to_string())
         return 0
     stored = sum(1 for _ in iter_status_files(status_dir))
     print(f"{common.plural(stored, 'task')} stored, none run yet" if stored else "no tasks yet")
     return 0
+
+
+_LABEL_CHARS = 48
+
+
+def _short_label(status: str) -> str:
+    return status if len(status) <= _LABEL_CHARS else status[: _LABEL_CHARS - 3] + "..."
 
 
 def add_parsers(actions: common.Subparsers, parent: argparse.ArgumentParser) -> None:

@@ -26,6 +26,8 @@ SPELLED_LINKS = (
 AREA_LINK = ("map-target", "/spelled/dir/map-target")
 # A download linked from /spelled/: fetched, never parsed as a page.
 DOWNLOAD_LINK = ("/spelled/download/tool.py", "/spelled/download/tool.py")
+# A link that fails (404), linked from /spelled/.
+BROKEN_LINK = "/status/404?from=spelled"
 
 
 def _html(title: str, body: str, head: str = "") -> web.Response:
@@ -49,7 +51,7 @@ class Spelled:
     async def index(self, request: web.Request) -> web.Response:
         """The page of odd spellings, under a `<base href>`."""
         self.targets.append(request.raw_path)
-        hrefs = [href for href, _ in SPELLED_LINKS] + [DOWNLOAD_LINK[0]]
+        hrefs = [href for href, _ in SPELLED_LINKS] + [DOWNLOAD_LINK[0], BROKEN_LINK]
         links = "".join(f'<li><a href="{href}">{href}</a></li>\n' for href in hrefs)
         area = f'<map name="m"><area href="{AREA_LINK[0]}" alt="area"></map>'
         return _html("Spelled", f"<ul>\n{links}</ul>\n{area}", f'<base href="{BASE_HREF}">')

@@ -15,7 +15,13 @@ import pytest
 
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.site.spelled import AREA_LINK, DOWNLOAD_LINK, MANY_LINKS, SPELLED_LINKS
+from scrapeflow_dagster.site.spelled import (
+    AREA_LINK,
+    BROKEN_LINK,
+    DOWNLOAD_LINK,
+    MANY_LINKS,
+    SPELLED_LINKS,
+)
 from scrapeflow_dagster_tests.cli.helpers import Run
 
 
@@ -40,12 +46,22 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
     done = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2", timeout_seconds=600)
 
     assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith("round 0: 1 task: 1 page parsed; links: "), done.stdout
+    # Round 1: the linked pages, the download (fetched, a file), the broken link named.
+    assert lines[2].startswith(f"round 1: {len(SPELLED_LINKS) + 3} tasks: "), done.stdout
+    assert ", 1 failed;" in lines[2], done.stdout
+    assert lines[3] == (
+        f"  failed: {site.url(BROKEN_LINK)}: scrape ERROR HttpStatusError::HTTP response 404"
+    )
+    total = 1 + len(SPELLED_LINKS) + 3 + MANY_LINKS
+    assert lines[-1].startswith(f"crawl finished: {total} tasks run of {total} "), done.stdout
     expected = ["/spelled/", *(target for _, target in SPELLED_LINKS), AREA_LINK[1]]
     expected.append(DOWNLOAD_LINK[1])
     expected += [f"/spelled/many/{n}" for n in range(MANY_LINKS)]
     # Each page asked for once, at exactly the target a browser sends for its link.
     assert targets(site) == Counter(expected)
-    urls = {site.url(target) for target in expected}
+    urls = {site.url(target) for target in [*expected, BROKEN_LINK]}
     db = duckdb.connect(str(layout.db_path), read_only=True)
     try:
         stored = {row[0] for row in db.sql("SELECT url FROM tasks").fetchall()}
@@ -63,3 +79,11 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
     # The download is a fetched file: no `pages` row, its links (none followed) not read.
     assert parsed == [(len(expected) - 1,)]
     assert download == [("SUCCESS", 66)]
+
+    again = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2")
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.splitlines()[-1] == (
+        "crawl finished: nothing to do, every task of the crawl was parsed already"
+    )
+    assert targets(site) == Counter(expected)  # nothing fetched again

@@ -21,8 +21,9 @@ QUERIES: dict[str, str] = {
         FROM current_state WHERE status = 'ERROR'
         GROUP BY ALL ORDER BY tasks DESC LIMIT 20""",
     "failures by domain": """
-        SELECT domain, count(*) FILTER (status = 'ERROR') AS failed, count(*) AS tasks
-        FROM current_state GROUP BY domain ORDER BY failed DESC LIMIT 20""",
+        SELECT domain, count(DISTINCT key) FILTER (status = 'ERROR') AS failed_tasks,
+               count(DISTINCT key) AS tasks
+        FROM current_state GROUP BY domain ORDER BY failed_tasks DESC LIMIT 20""",
     "slowest hosts": """
         SELECT domain, count(*) AS requests,
                round(avg(elapsed_seconds), 3) AS avg_seconds,
