@@ -2,9 +2,9 @@
 failed, keep DuckDB in step and export results, serve the test site.
 
 One module per command group, each with `add_parser(sub, parent)` and its `cmd_*` functions:
-`tasks` (add) and `task_views` (list, show, find, and `status`), `crawl`, `db`, `export`,
-`materialize`, `home` (home init, worker), `site` (site, demo); `common` and `progress` are
-shared. Dagster is imported only by the commands that use it, so the others start fast.
+`tasks` (add) and `task_views` (list, show, find, and `status`), `crawl`, `refresh`, `db`,
+`export`, `materialize`, `home` (home init, worker), `site` (site, demo); `common` and
+`progress` are shared. Dagster is imported only by the commands that use it, so the others start fast.
 """
 
 import argparse
@@ -21,6 +21,7 @@ from scrapeflow_dagster.cli import (
     export,
     home,
     materialize,
+    refresh,
     site,
     task_views,
     tasks,
@@ -33,8 +34,9 @@ DESCRIPTION = (
 )
 EPILOG = """exit codes:
   0  done (also: nothing to materialize)
-  1  some input refused (tasks add, crawl), some runs failed (materialize: some tasks
-     failed), no task found (tasks find); a crawl that finished exits 0 even if pages failed
+  1  some input refused (tasks add, crawl), some runs failed (materialize, refresh: some
+     tasks failed), no task found (tasks find); a crawl that finished exits 0 even if pages
+     failed
   2  nothing done: bad usage, nothing could be read, DuckDB held by another process,
      an unusable data folder
 """
@@ -46,7 +48,7 @@ class _StatusCommand:
     add_parser = staticmethod(task_views.add_status_parser)
 
 
-_COMMAND_MODULES = (tasks, _StatusCommand, crawl, db, export, materialize, home, site)
+_COMMAND_MODULES = (tasks, _StatusCommand, crawl, refresh, db, export, materialize, home, site)
 
 
 def package_version() -> str:

@@ -1,6 +1,7 @@
 """`scrapeflow crawl` through the real CLI against the bundled site's link graph: exactly the
 pages within the depth, each once, never a disallowed path, all parsed; killed half-way and run
-again, no completed page is fetched again; a refresh answers 304 and keeps every body."""
+again, no completed page is fetched again; `scrapeflow refresh` asks every page again
+conditionally, gets 304s and keeps every body."""
 
 import json
 import subprocess
@@ -25,7 +26,6 @@ from scrapeflow_dagster_tests.support.paths import BIN_DIR
 from scrapeflow_dagster_tests.support.processes import kill_group, process_env, wait_until
 
 DEPTH = 3
-REFRESH = {"ops": {"executor_chain": {"config": {"refresh_older_than_seconds": 0}}}}
 
 
 @pytest.fixture
@@ -113,10 +113,17 @@ def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304
         key: md5_of(load_status(layout.status_dir, key) or {}, "scrape")
         for key in expected.values()
     }
-    refreshed = run_command(
-        "scrapeflow", "materialize", "scrape", "--all", "--config-json", json.dumps(REFRESH),
-        timeout_seconds=600,
-    )  # fmt: skip
+    parsed_at = {
+        key: (load_status(layout.status_dir, key) or {})["pages_last_run"]
+        for key in expected.values()
+    }
+    # Nothing is a week old yet; then everything older than no time at all is.
+    fresh = run_command("scrapeflow", "refresh")
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert fresh.stdout.startswith("nothing to refresh: no stale task"), fresh.stdout
+    refreshed = run_command("scrapeflow", "refresh", "--older-than", "0", timeout_seconds=600)
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    assert refreshed.stdout.startswith(f"refresh: {len(expected)} tasks fetched longer ago")
     statuses = _requests(graph_site)["statuses"]
     assert {p: statuses[p] for p in expected} == dict.fromkeys(expected, {"200": 1, "304": 1}), (
         refreshed.stdout + refreshed.stderr
@@ -125,6 +132,8 @@ def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304
         status = load_status(layout.status_dir, key) or {}
         assert md5 is not None and md5_of(status, "scrape") == md5, key
         assert status["scrape"]["not_modified"] is True, key
+        # The steps after the fetch ran again on it, in the same run.
+        assert status["pages_last_run"] > parsed_at[key], key
 
 
 def test_a_killed_crawl_run_again_fetches_no_completed_page_again(

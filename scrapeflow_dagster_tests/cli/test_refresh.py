@@ -1,0 +1,64 @@
+"""`scrapeflow refresh` chooses what a refresh asks again: stale successes, failed tasks only
+with `--failed` and never permanent failures; durations and selections are checked."""
+
+from pathlib import Path
+
+import pytest
+
+from scrapeflow_dagster.cli import common
+from scrapeflow_dagster.cli.refresh import due_keys, parse_duration
+from scrapeflow_dagster.engine.state.files import write_status
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster_tests.cli.helpers import Run
+
+DAY = 86400.0
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("30m", 1800), ("12h", 43200), ("7d", 7 * DAY), ("0", 0)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "7 days", "-1d", "1y", "d"])
+def test_bad_durations_are_named(text: str) -> None:
+    with pytest.raises(common.UsageError, match="--older-than"):
+        parse_duration(text)
+
+
+def _status(scrape_status: str, last_run: str, kind: str | None = None) -> dict:
+    status: dict = {"params": {"url": "http://x.test/"}, "scrape_status": scrape_status}
+    status["scrape_last_run"] = last_run
+    if scrape_status == "SUCCESS":
+        status["scrape"] = {"http_status": 200}
+    if kind:
+        status["scrape_error_kind"] = kind
+    return status
+
+
+def test_stale_successes_and_only_retryable_failures_are_due(tmp_path: Path) -> None:
+    folder = tmp_path / "status"
+    folder.mkdir()
+    old, new = "2020-01-01 00:00:00", "2999-01-01 00:00:00"
+    write_status(folder, "old", _status("SUCCESS", old))
+    write_status(folder, "new", _status("SUCCESS", new))
+    write_status(
+        folder, "gone", _status("ERROR HttpStatusError::HTTP response 404", old, "permanent")
+    )
+    write_status(
+        folder, "down", _status("ERROR HttpStatusError::HTTP response 503", old, "transient")
+    )
+    write_status(folder, "robots", _status("DISALLOWED", old, "disallowed"))
+    write_status(folder, "never", {"params": {"url": "http://x.test/n"}})
+
+    assert due_keys(folder, "scrape", DAY, with_failed=False) == ({"old"}, set())
+    assert due_keys(folder, "scrape", DAY, with_failed=True) == ({"old"}, {"down"})
+
+
+def test_bad_usage_exits_2(run_command: Run, layout: DataLayout) -> None:
+    bad = run_command("scrapeflow", "refresh", "--older-than", "soon")
+    unknown = run_command("scrapeflow", "refresh", "--select", "scrape,pagez")
+
+    assert bad.returncode == 2 and "--older-than 'soon'" in bad.stderr
+    assert unknown.returncode == 2 and "pagez" in unknown.stderr
