@@ -4,7 +4,8 @@ failed, keep DuckDB in step and export results, serve the test site.
 One module per command group, each with `add_parser(sub, parent)` and its `cmd_*` functions:
 `tasks` (add) and `task_views` (list, show, find, and `status`), `crawl`, `refresh`, `db`,
 `export`, `materialize`, `home` (home init, worker), `site` (site, demo); `common` and
-`progress` are shared. Dagster is imported only by the commands that use it, so the others start fast.
+`progress` are shared. Dagster is imported only by the commands that use it, so the others
+start fast.
 """
 
 import argparse

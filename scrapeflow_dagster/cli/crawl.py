@@ -4,7 +4,9 @@ seeds; each round materialises `scrape`, `validation` and `pages` over the tasks
 of the parsed pages into new tasks (`engine.crawl.discover`), until no new task is in scope or
 the budget is spent. One line per round. Exit 0 when the crawl finished, even if some pages
 failed (see `scrapeflow status`); killed and run again, it goes on where it stopped: pages
-whose scrape completed are not fetched again, discovered tasks not yet run are run.
+whose scrape completed are not fetched again, discovered tasks not yet run are run. Run again
+with other crawl settings (a deeper `--max-depth`, a wider `--scope`, a larger budget), the
+crawl grows in place: its stored pages' links are judged again and only new pages are fetched.
 """
 
 import argparse
@@ -19,6 +21,7 @@ from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl import discover, finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
+from scrapeflow_dagster.engine.crawl.regrow import regrow
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.redact import redact
@@ -98,12 +101,12 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if LINKS_ASSET not in assets:
         raise common.UsageError(f"{args.module} has no {LINKS_ASSET!r} asset: nothing lists links")
     layout = common.layout(args).ensure()
-    seeds, refused = _add_seeds(layout, args.files, options)
+    seeds, regrown, refused = _add_seeds(layout, args.files, options)
     if not seeds:
         if refused:
             common.say_error(
                 f"every seed line was refused ({refused}, see above): nothing to crawl; a URL "
-                "already stored as a task keeps the params it was stored with"
+                "already stored as a task keeps its request (URL, method, body, headers)"
             )
         else:
             common.say_error("no seed could be read: nothing to crawl")
@@ -111,7 +114,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     log_path = frontier_dir(layout) / "crawl.log"
     print(f"crawl of {common.plural(len(seeds), 'seed')}; dagster output in {log_path}", flush=True)
     with log_path.open("a") as log:
-        seen, ran = _rounds(layout, seeds, assets, module=args.module, log=log)
+        seen, ran = _rounds(layout, seeds, regrown, assets, module=args.module, log=log)
     if ran:
         print(
             f"crawl finished: {common.plural(ran, 'task')} run of {seen} in the crawl; "
@@ -124,13 +127,20 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def _add_seeds(
     layout: DataLayout, files: Sequence[str], options: dict[str, Any]
-) -> tuple[list[str], int]:
+) -> tuple[list[str], list[str], int]:
+    """Store the seeds; a stored seed (or discovered page) given other crawl settings takes
+    them, and its crawl grows in place (`engine.crawl.regrow`). Returns the seed keys, the
+    parsed pages of grown crawls to take in again, and how many lines were refused."""
     keys: list[str] = []
+    updated: list[str] = []
     refused = 0
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
         for name in files:
             report = add_tasks(
-                layout, with_options(read_task_file(Path(name)), options), ledger=ledger
+                layout,
+                with_options(read_task_file(Path(name)), options),
+                ledger=ledger,
+                take_crawl_settings=True,
             )
             for error in report.errors:
                 print(
@@ -139,18 +149,34 @@ def _add_seeds(
                 )
             refused += len(report.errors)
             keys += report.keys
-    return list(dict.fromkeys(keys)), refused
+            updated += report.updated
+        updated = list(dict.fromkeys(updated))
+        reopened = regrow(layout, updated, ledger=ledger) if updated else []
+    if updated:
+        print(
+            f"grown in place: {common.plural(len(updated), 'seed')} took new crawl settings; "
+            f"{common.plural(len(reopened), 'parsed page')} of their crawls to take in again",
+            flush=True,
+        )
+    return list(dict.fromkeys(keys)), reopened, refused
 
 
 def _rounds(
-    layout: DataLayout, seeds: list[str], assets: list[str], *, module: str, log: IO[str]
+    layout: DataLayout,
+    seeds: list[str],
+    reopened: list[str],
+    assets: list[str],
+    *,
+    module: str,
+    log: IO[str],
 ) -> tuple[int, int]:
-    """Run rounds until no task of the crawl is left to run; returns the tasks of the crawl
-    seen and how many of them were run (not already parsed)."""
+    """Run rounds until no task of the crawl is left to run, the first over the seeds and
+    the `reopened` pages; returns the tasks of the crawl seen and how many of them were run
+    (not already parsed)."""
     crawls = set(seeds)
     attempted: set[str] = set()
     ran = 0
-    todo = list(seeds)
+    todo = [*seeds, *reopened]
     number = 0
     while True:
         batches = [b for b in pending_batches(layout) if crawls & set(b.crawls)]

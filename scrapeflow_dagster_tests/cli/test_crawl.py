@@ -222,20 +222,60 @@ def test_tasks_add_takes_crawl_options_for_lines_without_their_own(
     }
 
 
-def test_a_seed_stored_with_other_params_is_refused_and_said_so(
-    run_command: Run, tmp_path: Path
+def test_a_stored_task_seeded_takes_the_crawl_settings_and_a_changed_request_is_refused(
+    run_command: Run, layout: DataLayout, tmp_path: Path
 ) -> None:
     seeds = tmp_path / "seeds.txt"
-    seeds.write_text("http://127.0.0.1:9/graph/0\n")
+    seeds.write_text("http://127.0.0.1:9/graph/0\n")  # nothing listens there: no page
     stored = run_command("scrapeflow", "tasks", "add", str(seeds))  # a plain task, depth 0
-
-    done = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2")
-
     assert stored.returncode == 0, stored.stderr
+
+    seeded = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2")
+
+    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+    assert "grown in place: 1 seed took new crawl settings" in seeded.stdout
+    (key,) = [p.name.removesuffix(".status.json") for p in layout.status_dir.glob("*.status.json")]
+    status = load_status(layout.status_dir, key)
+    assert status is not None and status["params"]["max_depth"] == 2
+
+    # Another request under the same key (other headers) is never taken: said, by field.
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"url": "http://127.0.0.1:9/graph/0", "headers": {"A": "1"}}))
+    done = run_command("scrapeflow", "crawl", str(other), "--max-depth", "2")
+
     assert done.returncode == 2, done.stdout + done.stderr
-    assert f"refused: {seeds}:1: task key" in done.stderr and "already has different" in (
-        done.stderr
-    )
+    assert f"refused: {other}:1: task key" in done.stderr
+    assert "(headers differ" in done.stderr and "give this one another key" in done.stderr
     assert "every seed line was refused (1, see above)" in done.stderr
-    assert "keeps the params it was stored with" in done.stderr
+    assert "keeps its request" in done.stderr
     assert "refused" not in done.stdout
+
+
+def test_a_crawl_deepened_in_place_fetches_only_the_new_pages(
+    run_command: Run, layout: DataLayout, tmp_path: Path
+) -> None:
+    with SiteThread(pages=10) as site:
+        seeds = _seeds(site, tmp_path)
+        shallow = run_command("scrapeflow", "crawl", seeds, "--max-depth", "1")
+        assert shallow.returncode == 0, shallow.stdout + shallow.stderr
+        assert set(_graph_counts(site)) == {f"/graph/{n}" for n in nodes_within_depth(1)}
+
+        deeper = run_command("scrapeflow", "crawl", seeds, "--max-depth", "2", timeout_seconds=300)
+
+        assert deeper.returncode == 0, deeper.stdout + deeper.stderr
+        assert "grown in place: 1 seed took new crawl settings" in deeper.stdout, deeper.stdout
+        counts = _graph_counts(site)
+    # Every page within depth 2, each fetched once: the depth-1 pages were not asked again.
+    assert counts == {f"/graph/{n}": 1 for n in nodes_within_depth(2)}
+    with duckdb.connect(str(layout.db_path), read_only=True) as db:
+        outcomes = dict(
+            db.execute(
+                "SELECT outcome, count(*) FROM frontier WHERE depth = 2 GROUP BY ALL"
+            ).fetchall()
+        )
+        depths = dict(
+            db.execute("SELECT params->>'max_depth', count(*) FROM tasks GROUP BY ALL").fetchall()
+        )
+    # The links that were too deep for depth 1 are added now, not left as they were.
+    assert outcomes.get("too_deep") is None and outcomes["added"] == 9, outcomes
+    assert depths == {"2": len(nodes_within_depth(2))}  # every task of the crawl took it

@@ -2,7 +2,8 @@
 nothing and a replay duplicates nothing:
 
     .lock              held (flock) while discovery runs: one discovery at a time per data dir
-    expanded.txt       keys whose links were taken in (appended; a torn last line is ignored)
+    expanded.txt       keys whose links were taken in (appended; a torn last line is ignored;
+                       `-<TAB>key` takes a key out again, for a crawl that grows in place)
     added.tsv          `crawl<TAB>key` of every task discovery added (a crawl's budget count)
     hand-keys.tsv      `key<TAB>fingerprint` of tasks whose key was given by hand (a cache:
                        stored params never change, so each is read from its status file once)
@@ -74,14 +75,29 @@ def _ends_with_newline(path: Path) -> bool:
         return stream.read(1) == b"\n"
 
 
+# Keys hold no tab (no control character): a line starting with this one is no key.
+_REOPEN = "-\t"
+
+
 def expanded_keys(layout: DataLayout) -> set[str]:
-    """Keys whose links discovery has taken in."""
-    return set(_lines(frontier_dir(layout) / "expanded.txt"))
+    """Keys whose links discovery has taken in (and not reopened since)."""
+    expanded: set[str] = set()
+    for line in _lines(frontier_dir(layout) / "expanded.txt"):
+        if line.startswith(_REOPEN):
+            expanded.discard(line[len(_REOPEN) :])
+        else:
+            expanded.add(line)
+    return expanded
 
 
 def mark_expanded(layout: DataLayout, keys: Iterable[str]) -> None:
     """Note that the links of `keys` were taken in."""
     _append(frontier_dir(layout) / "expanded.txt", keys)
+
+
+def reopen(layout: DataLayout, keys: Iterable[str]) -> None:
+    """Let discovery take in the links of `keys` again (their crawl's settings changed)."""
+    _append(frontier_dir(layout) / "expanded.txt", (_REOPEN + key for key in keys))
 
 
 def crawl_sizes(layout: DataLayout) -> dict[str, int]:

@@ -210,14 +210,29 @@ ON CONFLICT (key) DO UPDATE SET
 WHERE excluded.parsed_at >= pages.parsed_at
 """
 
-# Discovery run again over the same parent records the same links again: the first row stays.
-INSERT_FRONTIER_SQL = """
+# Discovery run again over the same parent (a replay, or a crawl grown in place) records the
+# same links again. One row per parent and URL stays: `added` over `known` over the rest, and
+# among the rest the latest (a link `too_deep` before a deeper crawl is `added` after it; one a
+# page added stays `added` when it is `known` on the next pass).
+_FRONTIER_RANK = "CASE {0}.outcome WHEN 'added' THEN 2 WHEN 'known' THEN 1 ELSE 0 END"
+INSERT_FRONTIER_SQL = f"""
 INSERT INTO frontier (crawl, parent, child, url, depth, outcome, discovered_at)
 SELECT crawl, parent, key, url, depth, outcome, ended_at
 FROM spool
 WHERE kind = 'f'
-QUALIFY row_number() OVER (PARTITION BY parent, url ORDER BY filename, seq) = 1
-ON CONFLICT (parent, url) DO NOTHING
+QUALIFY row_number() OVER (
+    PARTITION BY parent, url
+    ORDER BY {_FRONTIER_RANK.format("spool")} DESC, filename DESC, seq DESC
+) = 1
+ON CONFLICT (parent, url) DO UPDATE SET
+    crawl = excluded.crawl,
+    child = excluded.child,
+    depth = excluded.depth,
+    outcome = excluded.outcome,
+    discovered_at = excluded.discovered_at
+WHERE {_FRONTIER_RANK.format("excluded")} > {_FRONTIER_RANK.format("frontier")}
+    OR ({_FRONTIER_RANK.format("excluded")} = 0 AND {_FRONTIER_RANK.format("frontier")} = 0
+        AND excluded.outcome <> frontier.outcome)
 """
 
 COUNT_SPOOL_SQL = "SELECT count(*) FROM spool"

@@ -2,19 +2,24 @@
 
 import dataclasses
 import os
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
 from scrapeflow_dagster.engine.state.atomic import create_files_atomic, json_bytes
-from scrapeflow_dagster.engine.state.files import create_status, load_status
+from scrapeflow_dagster.engine.state.files import create_status, load_status, write_status
 from scrapeflow_dagster.engine.state.files import stored_keys as list_stored_keys
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.params import CRAWL, CRAWL_SETTINGS, DEPTH, PARENT
 from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, StatusData, new_status, utc_now
 from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec
 
+# The params a crawl may change on a stored task: its settings and its place in a crawl.
+CRAWL_FIELDS = frozenset({*CRAWL_SETTINGS, DEPTH, PARENT, CRAWL})
 # From this many tasks on, one listing of the status folder is cheaper than a lookup per task.
 LIST_FOLDER_FROM = 1_000
 
@@ -27,6 +32,8 @@ class AddReport:
     new: int = 0
     unchanged: int = 0
     errors: list[LineError] = field(default_factory=list)
+    # Stored tasks whose crawl settings the batch changed (`take_crawl_settings`).
+    updated: list[str] = field(default_factory=list)
 
 
 def add_tasks(
@@ -35,6 +42,7 @@ def add_tasks(
     *,
     ledger: Ledger,
     stored_keys: Container[str] | None = None,
+    take_crawl_settings: bool = False,
 ) -> AddReport:
     """Store the params of every valid task and collect the keys to add as partitions.
 
@@ -52,6 +60,10 @@ def add_tasks(
             all of them in one pass (`create_files_atomic`). Default: the folder is listed
             here for `LIST_FOLDER_FROM` tasks or more, else every key is looked up (cheaper
             for a few tasks in a big folder).
+        take_crawl_settings: a stored task whose params differ only in their crawl settings
+            (`state.params`: depth, scope, budget, patterns, and its place in a crawl) takes
+            the item's: what `scrapeflow crawl` does to grow a crawl in place (a deeper
+            `--max-depth`, a wider scope, a page seeded again). Its request is never changed.
     """
     layout.ensure()
     status_dir = layout.status_dir  # a property that builds a Path: once, not per task
@@ -83,24 +95,39 @@ def add_tasks(
             report.errors.append(LineError(item.path, item.line, str(exc)))
             continue
         if stored is not None and stored.get("params") != item.params:
-            report.errors.append(_conflict(item, "its status file"))
+            fields = _differing(stored.get("params") or {}, item.params)
+            if not (take_crawl_settings and fields <= CRAWL_FIELDS):
+                report.errors.append(_conflict(item, "its status file", fields))
+                continue
+            stored["params"] = item.params
+            write_status(status_dir, item.key, stored)
+            report.updated.append(item.key)
+            ledger.record_task(_task_row(item, now))
+            seen[item.key] = item
+            report.keys.append(item.key)
             continue
         seen[item.key] = item
         report.keys.append(item.key)
         if stored is not None:
             report.unchanged += 1
             continue
-        ledger.record_task(
-            TaskRow(
-                key=item.key,
-                url=str(item.params["url"]),
-                method="POST" if item.params.get("post_payload") is not None else "GET",
-                params=item.params,
-                added_at=now,
-            )
-        )
+        ledger.record_task(_task_row(item, now))
         report.new += 1
     return report
+
+
+def _task_row(item: TaskSpec, now: datetime) -> TaskRow:
+    return TaskRow(
+        key=item.key,
+        url=str(item.params["url"]),
+        method="POST" if item.params.get("post_payload") is not None else "GET",
+        params=item.params,
+        added_at=now,
+    )
+
+
+def _differing(stored: Mapping[str, Any], given: Mapping[str, Any]) -> set[str]:
+    return {name for name in stored.keys() | given.keys() if stored.get(name) != given.get(name)}
 
 
 def _with_stored_key(
@@ -162,9 +189,16 @@ def _load_stored(status_dir: Path, key: str) -> StatusData:
     return stored
 
 
-def _conflict(item: TaskSpec, where: str) -> LineError:
+def _conflict(item: TaskSpec, where: str, fields: set[str] | None = None) -> LineError:
+    named = f" ({', '.join(sorted(fields))} differ)" if fields else ""
+    hint = ""
+    if fields and fields <= CRAWL_FIELDS:
+        hint = "; `scrapeflow crawl` takes new crawl settings for a stored task"
+    elif fields:
+        hint = "; a task's request never changes: give this one another key"
     return LineError(
         item.path,
         item.line,
-        f"task key {item.key!r} already has different params (from {where}); line skipped",
+        f"task key {item.key!r} already has different params{named} (from {where}); line "
+        f"skipped{hint}",
     )
