@@ -10,6 +10,7 @@ crawl grows in place: its stored pages' links are judged again and only new page
 """
 
 import argparse
+import asyncio
 import dataclasses
 import sys
 from collections import Counter
@@ -22,6 +23,7 @@ from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl import discover, finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.crawl.regrow import regrow
+from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.redact import redact
@@ -30,7 +32,13 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
 from scrapeflow_dagster.engine.state.schema import executor_names, fields_of, is_success
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import Item, LineError, TaskSpec, read_task_file
+from scrapeflow_dagster.engine.tasks.intake import (
+    Item,
+    LineError,
+    TaskSpec,
+    build_task,
+    read_task_file,
+)
 
 SUMMARY = "crawl from the tasks of a file: follow links within a depth, scope and budget"
 LINKS_ASSET = "pages"
@@ -88,7 +96,20 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         sub, parent, "crawl", cmd_crawl, summary=SUMMARY, description=__doc__
     )
     crawl.formatter_class = argparse.RawDescriptionHelpFormatter
-    crawl.add_argument("files", nargs="+", metavar="FILE", help="seeds (.txt, .csv, .jsonl)")
+    crawl.add_argument("files", nargs="*", metavar="FILE", help="seeds (.txt, .csv, .jsonl)")
+    crawl.add_argument(
+        "--sitemap",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the pages of this sitemap (an index, gzip, text) are seeds too (repeatable)",
+    )
+    crawl.add_argument(
+        "--no-robots-sitemaps",
+        dest="robots_sitemaps",
+        action="store_false",
+        help="do not read the sitemaps the seeds' robots.txt announce (read by default)",
+    )
     add_crawl_options(crawl, depth_required=True)
     crawl.add_argument("--module", "-m", default=DEFINITIONS_MODULE, help="the code location")
 
@@ -100,8 +121,11 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     assets = materialize.executor_asset_names(args.module)
     if LINKS_ASSET not in assets:
         raise common.UsageError(f"{args.module} has no {LINKS_ASSET!r} asset: nothing lists links")
+    if not args.files and not args.sitemap:
+        raise common.UsageError("give seed files, --sitemap URL, or both")
     layout = common.layout(args).ensure()
-    seeds, regrown, refused = _add_seeds(layout, args.files, options)
+    sitemap_items = _sitemap_seeds(args.files, args.sitemap, robots=args.robots_sitemaps)
+    seeds, regrown, refused = _add_seeds(layout, args.files, options, extra=sitemap_items)
     if not seeds:
         if refused:
             common.say_error(
@@ -125,8 +149,39 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
+def _sitemap_seeds(files: Sequence[str], sitemaps: Sequence[str], *, robots: bool) -> list[Item]:
+    """The pages of `sitemaps` and (with `robots`) of those the robots.txt of the files' seeds
+    announce, as task lines (each page as the sitemap writes it)."""
+    seed_urls = []
+    if robots:
+        for name in files:
+            seed_urls += [
+                i.params["url"] for i in read_task_file(Path(name)) if isinstance(i, TaskSpec)
+            ]
+    if not sitemaps and not seed_urls:
+        return []
+    reading = asyncio.run(read_sitemaps(sitemaps, robots_of=seed_urls))
+    for problem in reading.problems:
+        print(f"sitemap: {problem}", file=sys.stderr)
+    if reading.files:
+        dated = sum(1 for page in reading.pages if page.lastmod is not None)
+        print(
+            f"sitemaps: {common.plural(len(reading.files), 'file')} read, "
+            f"{common.plural(len(reading.pages), 'page')} ({dated} with lastmod)",
+            flush=True,
+        )
+    return [
+        build_task({"url": page.url}, Path(page.sitemap), line)
+        for line, page in enumerate(reading.pages, start=1)
+    ]
+
+
 def _add_seeds(
-    layout: DataLayout, files: Sequence[str], options: dict[str, Any]
+    layout: DataLayout,
+    files: Sequence[str],
+    options: dict[str, Any],
+    *,
+    extra: Sequence[Item] = (),
 ) -> tuple[list[str], list[str], int]:
     """Store the seeds; a stored seed (or discovered page) given other crawl settings takes
     them, and its crawl grows in place (`engine.crawl.regrow`). Returns the seed keys, the
@@ -134,11 +189,14 @@ def _add_seeds(
     keys: list[str] = []
     updated: list[str] = []
     refused = 0
+    sources: list[Iterable[Item]] = [read_task_file(Path(name)) for name in files]
+    if extra:
+        sources.append(extra)
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        for name in files:
+        for items in sources:
             report = add_tasks(
                 layout,
-                with_options(read_task_file(Path(name)), options),
+                with_options(items, options),
                 ledger=ledger,
                 take_crawl_settings=True,
             )

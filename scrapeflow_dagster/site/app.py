@@ -52,7 +52,9 @@ Routes (and the module that serves them):
         Answers after `graph_delay_seconds`, with an ETag and a Last-Modified (304 to a match).
     `/graph/private/{n}` (`graph`): a 200 page that robots.txt disallows.
     `/robots.txt` (`graph`): `User-agent: *`, `Disallow: /graph/private/`, and
-        `Crawl-delay: X` when `crawl_delay_seconds` is set.
+        `Crawl-delay: X` when `crawl_delay_seconds` is set, `Sitemap:` when `sitemap_in_robots`.
+    `/sitemaps/index.xml` (`sitemaps`): a sitemap index of an XML sitemap and a gzipped one,
+        listing graph pages with and without `lastmod`.
     `/spelled/` (`spelled`): links spelled as real sites spell them (escapes, bare query keys,
         query order and repeats, `@` in paths, dot segments) under a `<base href>`, an `<area>`
         link, and `/spelled/many` with 1,200 links; `GET /control/spelled` lists the request
@@ -68,7 +70,7 @@ Routes (and the module that serves them):
 
 from aiohttp import web
 
-from scrapeflow_dagster.site import bot_checks, charsets, client_routes, faults
+from scrapeflow_dagster.site import bot_checks, charsets, client_routes, faults, sitemaps
 from scrapeflow_dagster.site.faults import CAPTCHA_HTML, SERVER_ERROR_STATUS, PageFaults
 from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE, Graph
 from scrapeflow_dagster.site.mixed import (
@@ -105,6 +107,7 @@ def build_site(
     graph_size: int = DEFAULT_GRAPH_SIZE,
     graph_delay_seconds: float = 0.0,
     crawl_delay_seconds: float | None = None,
+    sitemap_in_robots: bool = False,
 ) -> web.Application:
     """Build the local test website; see the module docstring for its routes.
 
@@ -116,6 +119,7 @@ def build_site(
         graph_size: how many `/graph/{n}` nodes exist.
         graph_delay_seconds: how long each `/graph/{n}` page waits before answering.
         crawl_delay_seconds: the `Crawl-delay` robots.txt announces; None leaves it out.
+        sitemap_in_robots: whether robots.txt announces `/sitemaps/index.xml` (`Sitemap:`).
 
     Returns:
         An aiohttp application, not yet running.
@@ -131,7 +135,10 @@ def build_site(
     mixed = MixedFaults(site_pages, fault_rates or FaultRates())
     named = NamedFaults(site_pages)
     graph = Graph(
-        size=graph_size, delay_seconds=graph_delay_seconds, crawl_delay_seconds=crawl_delay_seconds
+        size=graph_size,
+        delay_seconds=graph_delay_seconds,
+        crawl_delay_seconds=crawl_delay_seconds,
+        sitemap=sitemaps.INDEX_PATH if sitemap_in_robots else None,
     )
     traffic = Traffic()
     spelled = Spelled()
@@ -177,6 +184,9 @@ def build_site(
             web.get(r"/graph/{n:\d+}", graph.page),
             web.get("/graph/private/{n}", graph.private),
             web.get("/robots.txt", graph.robots),
+            web.get(sitemaps.INDEX_PATH, sitemaps.index),
+            web.get("/sitemaps/plain.xml", sitemaps.plain),
+            web.get("/sitemaps/gzipped.xml.gz", sitemaps.gzipped),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),
             web.get("/spelled/download/{name}", spelled.download),

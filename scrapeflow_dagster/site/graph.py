@@ -46,7 +46,14 @@ def nodes_within_depth(depth: int, *, size: int = DEFAULT_GRAPH_SIZE) -> list[in
 class Graph:
     """The graph pages of one site: `size` nodes, each answered after `delay_seconds`."""
 
-    def __init__(self, *, size: int, delay_seconds: float, crawl_delay_seconds: float | None):
+    def __init__(
+        self,
+        *,
+        size: int,
+        delay_seconds: float,
+        crawl_delay_seconds: float | None,
+        sitemap: str | None = None,
+    ):
         if size < 1 or delay_seconds < 0 or (crawl_delay_seconds or 0) < 0:
             raise ValueError(
                 "need graph_size >= 1, graph_delay_seconds >= 0 and crawl_delay_seconds >= 0, "
@@ -55,6 +62,7 @@ class Graph:
         self.size = size
         self.delay_seconds = delay_seconds
         self.crawl_delay_seconds = crawl_delay_seconds
+        self.sitemap = sitemap  # a path robots.txt announces as `Sitemap:`, if any
 
     def body(self, n: int, *, host: str) -> bytes:
         """The HTML of node `n` as served to a request whose Host header is `host`."""
@@ -107,8 +115,11 @@ class Graph:
         )
 
     async def robots(self, request: web.Request) -> web.Response:
-        """`User-agent: *`, `Disallow: /graph/private/` and, when set, `Crawl-delay`."""
+        """`User-agent: *`, `Disallow: /graph/private/` and, when set, `Crawl-delay` and
+        `Sitemap`."""
         lines = ["User-agent: *", f"Disallow: {PRIVATE_PREFIX}"]
         if self.crawl_delay_seconds is not None:
             lines.append(f"Crawl-delay: {self.crawl_delay_seconds:g}")
+        if self.sitemap is not None:
+            lines.append(f"Sitemap: http://{request.host}{self.sitemap}")
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")

@@ -38,6 +38,7 @@ class LocalSite:
         graph_size: int = DEFAULT_GRAPH_SIZE,
         graph_delay_seconds: float = 0.0,
         crawl_delay_seconds: float | None = None,
+        sitemap_in_robots: bool = False,
     ) -> None:
         self.host = host
         self.app = build_site(
@@ -48,6 +49,7 @@ class LocalSite:
             graph_size=graph_size,
             graph_delay_seconds=graph_delay_seconds,
             crawl_delay_seconds=crawl_delay_seconds,
+            sitemap_in_robots=sitemap_in_robots,
         )
         self._requested_port = port
         self._port: int | None = None
@@ -126,6 +128,7 @@ class SiteThread:
         graph_size: int = DEFAULT_GRAPH_SIZE,
         graph_delay_seconds: float = 0.0,
         crawl_delay_seconds: float | None = None,
+        sitemap_in_robots: bool = False,
         startup_timeout_seconds: float = 10.0,
     ) -> None:
         self._site = LocalSite(
@@ -138,6 +141,7 @@ class SiteThread:
             graph_size=graph_size,
             graph_delay_seconds=graph_delay_seconds,
             crawl_delay_seconds=crawl_delay_seconds,
+            sitemap_in_robots=sitemap_in_robots,
         )
         self._startup_timeout_seconds = startup_timeout_seconds
         self._ready = threading.Event()
