@@ -82,7 +82,7 @@ def write_bad_files(folder: Path, prefix: str, base_url: str, earlier_key: str) 
         (f"{p}good-1,{b}/page/7,", f"different params (from {folder / f'{p}tasks.csv'}:2)"),
         (f"{p}good-2,{b}/page/6,", None),  # the same task twice: simply known
         ("", None),
-        (f"{earlier_key},{b}/page/999,", "different params (from its status file)"),
+        (f"{earlier_key},{b}/page/999,", "different params (url differ) (from its status file)"),
         (f"{p}good-3,{b}/page/8,DE", "good"),
     ]
     jsonl_lines = [
