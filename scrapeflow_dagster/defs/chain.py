@@ -122,7 +122,8 @@ def check_chain(links: Sequence[ChainLink]) -> None:
 def select_links(links: Sequence[ChainLink], selected: Sequence[str]) -> ChainSelection:
     """The links of `selected` asset names, in chain order, and what they need from outside
     the selection (a run of `validation` alone needs `scrape` to have succeeded)."""
-    chosen = tuple(link for link in links if link.name in set(selected))
+    wanted = set(selected)
+    chosen = tuple(link for link in links if link.name in wanted)
     names = {link.name for link in chosen}
     outside = [req for link in chosen for req in link.requires if req not in names]
     return ChainSelection(chosen, tuple(dict.fromkeys(outside)))

@@ -16,6 +16,7 @@ import dagster as dg
 
 from scrapeflow_dagster.defs.chain import (
     ChainLink,
+    ChainSelection,
     StepConfig,
     chain_node_name,
     check_chain,
@@ -36,6 +37,7 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
 )
 from scrapeflow_dagster.engine.executor import Executor, executor_name
+from scrapeflow_dagster.engine.run.step import StepReport
 
 GROUP_NAME = "scraping"
 
@@ -49,6 +51,7 @@ __all__ = [
     "chain_specs",
     "executor_asset",
     "link_for",
+    "run_and_log",
 ]
 
 
@@ -93,6 +96,35 @@ def chain_description(links: Sequence[ChainLink]) -> str:
     )
 
 
+def run_and_log(
+    context: dg.OpExecutionContext | dg.AssetExecutionContext,
+    selection: ChainSelection,
+    keys: Sequence[str],
+    *,
+    force: bool,
+    max_age_seconds: float | None,
+    resources: tuple[ScrapeSettingsResource, StatusStoreResource, ProxyProviderResource],
+    label: str = "",
+) -> dict[str, StepReport]:
+    """Run `selection` over `keys` (`chain.run_selection`), log each task's event as it ends
+    and each asset's counts once done (`label` before them, e.g. the shard)."""
+    scrape_settings, status_store, proxy_provider = resources
+    reports = run_selection(
+        selection,
+        keys,
+        force=force,
+        max_age_seconds=max_age_seconds,
+        run_id=context.run.run_id,
+        scrape_settings=scrape_settings,
+        status_store=status_store,
+        proxy_provider=proxy_provider,
+        on_outcome=lambda name, key, outcome: log_outcome(context, name, key, outcome),
+    )
+    for asset_name, report in reports.items():
+        context.log.info(f"{label}{asset_name}: {report.tasks} tasks\n{report.markdown()}")
+    return reports
+
+
 def chain_asset(links: Sequence[ChainLink], *, name: str | None = None) -> dg.AssetsDefinition:
     """The executor assets of `links` (upstream first) as one step that runs the selected ones
     as a chain per task; any subset of them can be selected.
@@ -117,19 +149,14 @@ def chain_asset(links: Sequence[ChainLink], *, name: str | None = None) -> dg.As
         selected = [key.to_user_string() for key in context.selected_asset_keys]
         selection = select_links(links, selected)
         keys = context.partition_keys
-        reports = run_selection(
+        reports = run_and_log(
+            context,
             selection,
             keys,
             force=config.force,
             max_age_seconds=config.refresh_older_than_seconds,
-            run_id=context.run.run_id,
-            scrape_settings=scrape_settings,
-            status_store=status_store,
-            proxy_provider=proxy_provider,
-            on_outcome=lambda name, key, outcome: log_outcome(context, name, key, outcome),
+            resources=(scrape_settings, status_store, proxy_provider),
         )
-        for asset_name, report in reports.items():
-            context.log.info(f"{asset_name}: {report.tasks} tasks\n{report.markdown()}")
         yield from finish_run(context, reports, keys, checks=context.selected_asset_check_keys)
 
     _chain.__name__ = node

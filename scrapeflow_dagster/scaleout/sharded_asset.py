@@ -24,14 +24,17 @@ from scrapeflow_dagster.defs.chain import (
     chain_node_name,
     check_chain,
     remember_link,
-    run_selection,
     select_links,
 )
-from scrapeflow_dagster.defs.executor_assets import GROUP_NAME, chain_description, link_for
+from scrapeflow_dagster.defs.executor_assets import (
+    GROUP_NAME,
+    chain_description,
+    link_for,
+    run_and_log,
+)
 from scrapeflow_dagster.defs.executor_events import (
     CHECK_NAME,
     finish_run,
-    log_outcome,
     merge_reports,
 )
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
@@ -133,23 +136,15 @@ def sharded_chain_asset(
         proxy_provider: ProxyProviderResource,
     ) -> dict[str, StepReport]:
         """Run the selected executors over this shard's tasks and log their outcomes."""
-        reports = run_selection(
+        return run_and_log(
+            context,
             select_links(links, shard_plan.assets or names),
             shard_plan.keys,
             force=shard_plan.force,
             max_age_seconds=shard_plan.max_age_seconds,
-            run_id=context.run.run_id,
-            scrape_settings=scrape_settings,
-            status_store=status_store,
-            proxy_provider=proxy_provider,
-            on_outcome=lambda name, key, outcome: log_outcome(context, name, key, outcome),
+            resources=(scrape_settings, status_store, proxy_provider),
+            label=f"shard {shard_plan.position + 1} of {shard_plan.total}, ",
         )
-        for asset_name, report in reports.items():
-            context.log.info(
-                f"shard {shard_plan.position + 1} of {shard_plan.total}, {asset_name}: "
-                f"{report.tasks} tasks\n{report.markdown()}"
-            )
-        return reports
 
     check_outputs = {f"{link.name}_{CHECK_NAME}": link.name for link in links}
 
