@@ -15,13 +15,14 @@ import dataclasses
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl import discover, finish_batch, pending_batches
-from scrapeflow_dagster.engine.crawl.journal import frontier_dir
+from scrapeflow_dagster.engine.crawl.journal import frontier_dir, note_lastmods
 from scrapeflow_dagster.engine.crawl.regrow import regrow
 from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
 from scrapeflow_dagster.engine.errors import StatusFileError
@@ -124,8 +125,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if not args.files and not args.sitemap:
         raise common.UsageError("give seed files, --sitemap URL, or both")
     layout = common.layout(args).ensure()
-    sitemap_items = _sitemap_seeds(args.files, args.sitemap, robots=args.robots_sitemaps)
+    sitemap_items, dated = _sitemap_seeds(args.files, args.sitemap, robots=args.robots_sitemaps)
     seeds, regrown, refused = _add_seeds(layout, args.files, options, extra=sitemap_items)
+    # Kept for `scrapeflow refresh`: a page dated after its last fetch is due again.
+    note_lastmods(layout, dated)
     if not seeds:
         if refused:
             common.say_error(
@@ -149,9 +152,12 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
-def _sitemap_seeds(files: Sequence[str], sitemaps: Sequence[str], *, robots: bool) -> list[Item]:
+def _sitemap_seeds(
+    files: Sequence[str], sitemaps: Sequence[str], *, robots: bool
+) -> tuple[list[Item], list[tuple[str, datetime]]]:
     """The pages of `sitemaps` and (with `robots`) of those the robots.txt of the files' seeds
-    announce, as task lines (each page as the sitemap writes it)."""
+    announce, as task lines (each page as the sitemap writes it), and `(key, lastmod)` of
+    those the sitemap dates."""
     seed_urls = []
     if robots:
         for name in files:
@@ -159,7 +165,7 @@ def _sitemap_seeds(files: Sequence[str], sitemaps: Sequence[str], *, robots: boo
                 i.params["url"] for i in read_task_file(Path(name)) if isinstance(i, TaskSpec)
             ]
     if not sitemaps and not seed_urls:
-        return []
+        return [], []
     reading = asyncio.run(read_sitemaps(sitemaps, robots_of=seed_urls))
     for problem in reading.problems:
         print(f"sitemap: {problem}", file=sys.stderr)
@@ -170,10 +176,16 @@ def _sitemap_seeds(files: Sequence[str], sitemaps: Sequence[str], *, robots: boo
             f"{common.plural(len(reading.pages), 'page')} ({dated} with lastmod)",
             flush=True,
         )
-    return [
-        build_task({"url": page.url}, Path(page.sitemap), line)
-        for line, page in enumerate(reading.pages, start=1)
-    ]
+    items: list[Item] = []
+    dated: list[tuple[str, datetime]] = []
+    for line, page in enumerate(reading.pages, start=1):
+        item = build_task({"url": page.url}, Path(page.sitemap), line)
+        items.append(item)
+        if isinstance(item, TaskSpec) and page.lastmod is not None:
+            # A date without a zone is taken as UTC (the sitemaps protocol's W3C format).
+            when = page.lastmod
+            dated.append((item.key, when if when.tzinfo else when.replace(tzinfo=UTC)))
+    return items, dated
 
 
 def _add_seeds(

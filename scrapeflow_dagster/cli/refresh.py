@@ -7,20 +7,35 @@ Last-Modified): a 304 keeps the stored body. Failed tasks are left alone unless 
 permanent failures (404, a body too large, a bad URL) and robots.txt refusals are never asked
 again. Each contiguous range of the chosen tasks is one real `dagster asset materialize` of the
 selected executor assets (by default all: each task down the chain in one pass), with
-`refresh_older_than_seconds` set, so a task that turned fresh meanwhile is skipped. Exit 0 when
-every run succeeded (or nothing was due), 1 when some task failed, 2 for bad usage.
+`refresh_older_than_seconds` set, so a task that turned fresh meanwhile is skipped.
+
+A page a crawl's sitemap dates (`lastmod`) after its last fetch has changed: it is fetched again
+whatever its age (unconditionally: the sitemap says the stored body is out of date). With
+`--trust-lastmod`, a page the sitemap dates before its last fetch is left alone although it is
+older than DURATION. Exit 0 when every run succeeded (or nothing was due), 1 when some task
+failed, 2 for bad usage.
 """
 
 import argparse
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
+from scrapeflow_dagster.engine.crawl.journal import lastmods
 from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.state.files import iter_statuses
-from scrapeflow_dagster.engine.state.schema import error_kind, is_fresh, is_success, utc_now
+from scrapeflow_dagster.engine.state.schema import (
+    error_kind,
+    is_fresh,
+    is_success,
+    last_run,
+    utc_now,
+)
 
 SUMMARY = "fetch again the tasks older than a duration (conditionally), then the steps after"
 DEFAULT_OLDER_THAN = "7d"
@@ -67,6 +82,11 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         metavar="ASSETS",
         help="comma-separated executor assets to run (default: all, upstream first)",
     )
+    refresh.add_argument(
+        "--trust-lastmod",
+        action="store_true",
+        help="skip stale pages whose sitemap lastmod is before their last fetch",
+    )
     refresh.add_argument("--dry-run", action="store_true", help="print the runs, start none")
     refresh.add_argument(
         "--module",
@@ -91,52 +111,97 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         )
     layout = common.layout(args)
     fetcher = names[0]
-    stale, failed = due_keys(layout.status_dir, fetcher, max_age_seconds, with_failed=args.failed)
-    due = stale | failed
-    if not due:
+    due = due_keys(
+        layout.status_dir,
+        fetcher,
+        max_age_seconds,
+        with_failed=args.failed,
+        lastmods=lastmods(layout),
+        trust_lastmod=args.trust_lastmod,
+    )
+    if not (due.stale or due.failed or due.changed):
         what = "stale or failed" if args.failed else "stale"
         print(f"nothing to refresh: no {what} task (fetched longer ago than {args.older_than})")
         return 0
     print(
-        f"refresh: {common.plural(len(stale), 'task')} fetched longer ago than "
-        f"{args.older_than}" + (f", {len(failed)} failed" if args.failed else ""),
+        f"refresh: {common.plural(len(due.stale), 'task')} fetched longer ago than "
+        f"{args.older_than}"
+        + (f", {len(due.failed)} failed" if args.failed else "")
+        + (f", {len(due.changed)} changed since (sitemap lastmod)" if due.changed else "")
+        + (f", {len(due.unchanged)} left alone (sitemap lastmod)" if due.unchanged else ""),
         flush=True,
     )
     keys, _ = materialize.partitions_of(fetcher)
-    ordered = [key for key in keys if key in due]
     chain = [name for name in names if name in selected]  # in the chain's order
     node = _chain_node(names)
-    config = {"ops": {node: {"config": {"refresh_older_than_seconds": max_age_seconds}}}}
-    ranges, failed_runs = materialize.run_ranges(
-        ",".join(chain),
-        keys,
-        ordered,
-        module=args.module,
-        data_dir=str(layout.root),
-        config_json=json.dumps(config),
-        dry_run=args.dry_run,
-    )
-    if not args.dry_run and len(ranges) > 1:
-        print(f"{common.plural(len(ranges), 'run')}: {failed_runs} failed")
+    # Changed pages are forced (an unconditional fetch); the rest run with the age limit, so a
+    # task that turned fresh meanwhile is skipped.
+    groups = [
+        (due.stale | due.failed, {"refresh_older_than_seconds": max_age_seconds}),
+        (due.changed, {"force": True}),
+    ]
+    failed_runs = 0
+    for group, step_config in groups:
+        if not group:
+            continue
+        ranges, failed = materialize.run_ranges(
+            ",".join(chain),
+            keys,
+            [key for key in keys if key in group],
+            module=args.module,
+            data_dir=str(layout.root),
+            config_json=json.dumps({"ops": {node: {"config": step_config}}}),
+            dry_run=args.dry_run,
+        )
+        failed_runs += failed
+        if not args.dry_run and len(ranges) > 1:
+            print(f"{common.plural(len(ranges), 'run')}: {failed} failed")
     return 1 if failed_runs else 0
 
 
+@dataclass
+class DueTasks:
+    """What a refresh runs: `stale` (older than the limit), `failed` (worth asking again),
+    `changed` (dated by a sitemap after their last fetch), and `unchanged` (stale, but dated
+    before their last fetch: left alone with `trust_lastmod`)."""
+
+    stale: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
+    unchanged: set[str] = field(default_factory=set)
+
+
 def due_keys(
-    status_dir: Path, fetcher: str, max_age_seconds: float, *, with_failed: bool
-) -> tuple[set[str], set[str]]:
-    """`(stale, failed)`: tasks whose `fetcher` step succeeded longer than `max_age_seconds`
-    ago, and (with `with_failed`) tasks whose `fetcher` step failed with a kind worth asking
-    again."""
+    status_dir: Path,
+    fetcher: str,
+    max_age_seconds: float,
+    *,
+    with_failed: bool,
+    lastmods: Mapping[str, datetime] | None = None,
+    trust_lastmod: bool = False,
+) -> DueTasks:
+    """Sort the tasks of `status_dir` by what a refresh does with them (see `DueTasks`): a
+    success of `fetcher` older than `max_age_seconds` is stale, a failure of a kind worth
+    asking again is failed (with `with_failed`), a success older than its sitemap `lastmod`
+    is changed."""
     now = utc_now()
-    stale: set[str] = set()
-    failed: set[str] = set()
+    lastmods = lastmods or {}
+    due = DueTasks()
     for key, status in iter_statuses(status_dir):
         if is_success(status, fetcher):
-            if not is_fresh(status, fetcher, max_age_seconds=max_age_seconds, now=now):
-                stale.add(key)
+            fetched = last_run(status, fetcher)  # naive UTC
+            dated = lastmods.get(key)
+            modified = dated.astimezone(UTC).replace(tzinfo=None) if dated else None
+            if modified is not None and fetched is not None and modified > fetched:
+                due.changed.add(key)
+            elif not is_fresh(status, fetcher, max_age_seconds=max_age_seconds, now=now):
+                if trust_lastmod and modified is not None:
+                    due.unchanged.add(key)
+                else:
+                    due.stale.add(key)
         elif with_failed and error_kind(status, fetcher) not in (None, *_NEVER_AGAIN):
-            failed.add(key)
-    return stale, failed
+            due.failed.add(key)
+    return due
 
 
 def _chain_node(names: list[str]) -> str:

@@ -54,7 +54,8 @@ Routes (and the module that serves them):
     `/robots.txt` (`graph`): `User-agent: *`, `Disallow: /graph/private/`, and
         `Crawl-delay: X` when `crawl_delay_seconds` is set, `Sitemap:` when `sitemap_in_robots`.
     `/sitemaps/index.xml` (`sitemaps`): a sitemap index of an XML sitemap and a gzipped one,
-        listing graph pages with and without `lastmod`.
+        listing graph pages with and without `lastmod`; `POST /control/lastmod?path=P&lastmod=D`
+        dates a listed page anew.
     `/spelled/` (`spelled`): links spelled as real sites spell them (escapes, bare query keys,
         query order and repeats, `@` in paths, dot segments) under a `<base href>`, an `<area>`
         link, and `/spelled/many` with 1,200 links; `GET /control/spelled` lists the request
@@ -152,6 +153,7 @@ def build_site(
         return web.Response(text="ok")
 
     app = web.Application(middlewares=[traffic.middleware])
+    app[sitemaps.LASTMODS] = {}
     app.add_routes(
         [
             web.get(r"/page/{n:\d+}", site_pages.get_page),
@@ -187,6 +189,7 @@ def build_site(
             web.get(sitemaps.INDEX_PATH, sitemaps.index),
             web.get("/sitemaps/plain.xml", sitemaps.plain),
             web.get("/sitemaps/gzipped.xml.gz", sitemaps.gzipped),
+            web.post("/control/lastmod", sitemaps.lastmod_control),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),
             web.get("/spelled/download/{name}", spelled.download),

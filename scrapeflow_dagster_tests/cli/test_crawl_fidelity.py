@@ -2,7 +2,7 @@
 bundled site's `/spelled/` pages, every link is requested exactly as a browser resolves it
 (`<base href>`, escapes, bare query keys, query order and repeats, `@` in paths, `<area>`), a
 page with 1,200 links has every one followed, a download is fetched but not parsed as a page,
-and DuckDB stores each URL as linked."""
+and DuckDB stores each URL as linked, its canonical form beside it."""
 
 import json
 import urllib.request
@@ -14,6 +14,7 @@ import duckdb
 import pytest
 
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.tasks.keys import canonical_url
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster.site.spelled import (
     AREA_LINK,
@@ -66,6 +67,9 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
     try:
         stored = {row[0] for row in db.sql("SELECT url FROM tasks").fetchall()}
         linked = {row[0] for row in db.sql("SELECT url FROM frontier").fetchall()}
+        pairs = db.sql(
+            "SELECT url, canonical_url FROM tasks UNION SELECT url, canonical_url FROM frontier"
+        ).fetchall()
         parsed = db.execute("SELECT count(*) FROM pages").fetchall()
         download = db.execute(
             "SELECT r.status, r.size FROM step_runs r JOIN tasks t USING (key) "
@@ -76,6 +80,9 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
         db.close()
     assert stored == urls  # no URL rewritten into its canonical form
     assert linked == urls - {site.url("/spelled/")}
+    # Beside each URL as requested, the canonical form de-duplication compares.
+    assert dict(pairs) == {url: canonical_url(url) for url in urls}
+    assert any(url != canonical for url, canonical in pairs)  # the two really differ
     # The download is a fetched file: no `pages` row, its links (none followed) not read.
     assert parsed == [(len(expected) - 1,)]
     assert download == [("SUCCESS", 66)]

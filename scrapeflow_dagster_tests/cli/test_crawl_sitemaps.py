@@ -68,3 +68,40 @@ def test_robots_txt_sitemaps_are_read_for_seeds_unless_told_not_to(
     assert "sitemaps: 3 files read" in announced.stdout
     assert graph_paths(announcing_site) == {f"/graph/{n}": 1 for n in range(4)}
     assert stored_urls(layout) == {announcing_site.url(p) for p in ["/graph/0", *LISTED]}
+
+
+def test_a_page_its_sitemap_dates_after_the_fetch_is_refreshed_and_no_other(
+    run_command: Run, layout: DataLayout
+) -> None:
+    with SiteThread(pages=10) as site:
+        index = site.url(INDEX_PATH)
+        first = run_command("scrapeflow", "crawl", "--sitemap", index, "--max-depth", "0")
+        assert first.returncode == 0, first.stdout + first.stderr
+        calm = run_command("scrapeflow", "refresh")  # nothing stale, nothing dated after
+        assert calm.returncode == 0 and calm.stdout.startswith("nothing to refresh"), calm.stdout
+
+        # The site changes /graph/3 and dates it anew in its (gzipped) sitemap.
+        request = urllib.request.Request(
+            site.url("/control/lastmod?path=/graph/3&lastmod=2999-01-01T00:00:00%2B00:00"),
+            method="POST",
+        )
+        urllib.request.urlopen(request, timeout=10).close()
+        again = run_command("scrapeflow", "crawl", "--sitemap", index, "--max-depth", "0")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert graph_paths(site) == {"/graph/1": 1, "/graph/2": 1, "/graph/3": 1}
+
+        refreshed = run_command("scrapeflow", "refresh")
+        fetched = graph_paths(site)
+
+        # Everything else is trusted by age (and the sitemap): only /graph/3 is asked again.
+        trusting = run_command("scrapeflow", "refresh", "--older-than", "0", "--trust-lastmod")
+        after_trusting = graph_paths(site)
+
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    assert "1 changed since (sitemap lastmod)" in refreshed.stdout, refreshed.stdout
+    assert fetched == {"/graph/1": 1, "/graph/2": 1, "/graph/3": 2}
+    # /graph/1 is dated before its fetch: left alone; /graph/2 has no date: refreshed by age;
+    # /graph/3 is still dated after its last fetch (2999): fetched again.
+    assert trusting.returncode == 0, trusting.stdout + trusting.stderr
+    assert "1 left alone (sitemap lastmod)" in trusting.stdout, trusting.stdout
+    assert after_trusting == {"/graph/1": 1, "/graph/2": 2, "/graph/3": 3}

@@ -1,12 +1,13 @@
 """`scrapeflow refresh` chooses what a refresh asks again: stale successes, failed tasks only
 with `--failed` and never permanent failures; durations and selections are checked."""
 
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from scrapeflow_dagster.cli import common
-from scrapeflow_dagster.cli.refresh import due_keys, parse_duration
+from scrapeflow_dagster.cli.refresh import DueTasks, due_keys, parse_duration
 from scrapeflow_dagster.engine.state.files import write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster_tests.cli.helpers import Run
@@ -52,8 +53,36 @@ def test_stale_successes_and_only_retryable_failures_are_due(tmp_path: Path) -> 
     write_status(folder, "robots", _status("DISALLOWED", old, "disallowed"))
     write_status(folder, "never", {"params": {"url": "http://x.test/n"}})
 
-    assert due_keys(folder, "scrape", DAY, with_failed=False) == ({"old"}, set())
-    assert due_keys(folder, "scrape", DAY, with_failed=True) == ({"old"}, {"down"})
+    assert due_keys(folder, "scrape", DAY, with_failed=False) == DueTasks(stale={"old"})
+    assert due_keys(folder, "scrape", DAY, with_failed=True) == DueTasks(
+        stale={"old"}, failed={"down"}
+    )
+
+
+def test_a_sitemap_lastmod_after_the_fetch_makes_a_page_due_whatever_its_age(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "status"
+    folder.mkdir()
+    for key in ("changed", "late-by-zone", "dated-before", "undated"):
+        write_status(folder, key, _status("SUCCESS", "2026-01-10 00:00:00"))
+    write_status(folder, "recent", _status("SUCCESS", "2999-01-01 00:00:00"))
+    lastmods = {
+        "changed": datetime(2026, 1, 11, tzinfo=UTC),
+        # 23:00 on the 9th at -02:00 is 01:00 UTC on the 10th: after the fetch.
+        "late-by-zone": datetime(2026, 1, 9, 23, tzinfo=timezone(timedelta(hours=-2))),
+        # ... and at +02:00 it is 21:00 UTC on the 9th: before it.
+        "dated-before": datetime(2026, 1, 9, 23, tzinfo=timezone(timedelta(hours=2))),
+        "recent": datetime(2999, 1, 2, tzinfo=UTC),
+    }
+
+    assert due_keys(folder, "scrape", DAY, with_failed=False, lastmods=lastmods) == DueTasks(
+        stale={"dated-before", "undated"}, changed={"changed", "late-by-zone", "recent"}
+    )
+    trusted = due_keys(
+        folder, "scrape", DAY, with_failed=False, lastmods=lastmods, trust_lastmod=True
+    )
+    assert (trusted.stale, trusted.unchanged) == ({"undated"}, {"dated-before"})
 
 
 def test_bad_usage_exits_2(run_command: Run, layout: DataLayout) -> None:

@@ -281,7 +281,15 @@ def _plan(
             if outcome is None and budget is not None and 1 + sizes.get(crawl, 0) >= budget:
                 outcome = OVER_BUDGET
             # Stored and requested as the page links it; the canonical form only dedupes.
-            rows.append({**common, "url": link.url, "child": link.key, "outcome": outcome or ADDED})
+            rows.append(
+                {
+                    **common,
+                    "url": link.url,
+                    "canonical": link.canonical,
+                    "child": link.key,
+                    "outcome": outcome or ADDED,
+                }
+            )
             if outcome is not None:
                 continue
             known.add(short)
@@ -316,6 +324,7 @@ def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> 
                 crawl=row["crawl"],
                 parent=row["parent"],
                 url=row["url"],
+                canonical=row.get("canonical"),  # batches journaled before it lack it
                 depth=row["depth"],
                 outcome=row["outcome"],
                 child=row["child"],

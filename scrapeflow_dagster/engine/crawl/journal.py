@@ -5,6 +5,8 @@ nothing and a replay duplicates nothing:
     expanded.txt       keys whose links were taken in (appended; a torn last line is ignored;
                        `-<TAB>key` takes a key out again, for a crawl that grows in place)
     added.tsv          `crawl<TAB>key` of every task discovery added (a crawl's budget count)
+    lastmod.tsv        `key<TAB>lastmod` (ISO, UTC) of each page a sitemap dates (appended;
+                       the last line of a key wins): `scrapeflow refresh` reads it
     hand-keys.tsv      `key<TAB>fingerprint` of tasks whose key was given by hand (a cache:
                        stored params never change, so each is read from its status file once)
     batches/ID.json    one discovery: its new tasks and frontier rows, written before they are
@@ -18,6 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +119,26 @@ def crawl_sizes(layout: DataLayout) -> dict[str, int]:
 def note_added(layout: DataLayout, pairs: Iterable[tuple[str, str]]) -> None:
     """Append `(crawl, key)` pairs of added tasks."""
     _append(frontier_dir(layout) / "added.tsv", (f"{c}\t{k}" for c, k in pairs))
+
+
+def note_lastmods(layout: DataLayout, dated: Iterable[tuple[str, datetime]]) -> None:
+    """Append `(key, lastmod)` pairs a sitemap gave (aware datetimes, stored in UTC)."""
+    _append(
+        frontier_dir(layout) / "lastmod.tsv",
+        (f"{key}\t{when.astimezone(UTC).isoformat()}" for key, when in dated),
+    )
+
+
+def lastmods(layout: DataLayout) -> dict[str, datetime]:
+    """The newest sitemap `lastmod` noted per key (a line that does not parse is skipped)."""
+    found: dict[str, datetime] = {}
+    for line in _lines(frontier_dir(layout) / "lastmod.tsv"):
+        key, _, text = line.partition("\t")
+        try:
+            found[key] = datetime.fromisoformat(text)
+        except ValueError:
+            continue
+    return found
 
 
 def hand_key_fingerprints(layout: DataLayout) -> dict[str, str]:

@@ -15,6 +15,7 @@ import orjson
 
 from scrapeflow_dagster.engine.redact import proxy_host, redact, redact_params
 from scrapeflow_dagster.engine.state.schema import parse_stamp, utc_now
+from scrapeflow_dagster.engine.tasks.keys import canonical_url
 
 STEP_STATUSES = frozenset({"SUCCESS", "ERROR", "SKIPPED"})
 
@@ -146,11 +147,13 @@ class FrontierRow:
 
     crawl: str  # the seed's key
     parent: str  # the key of the page that links here
-    url: str  # canonical (the link as found when it is not an http(s) URL)
+    url: str  # as the page links it, resolved against the page's base URL
     depth: int  # hops from the seed the child has (or would have)
     outcome: str  # one of FRONTIER_OUTCOMES
     child: str | None = None  # its task key, when it is (or would be) an http(s) task
     discovered_at: datetime = field(default_factory=utc_now)
+    # The form de-duplication compares (None when the link is not an http(s) URL).
+    canonical: str | None = None
 
     def __post_init__(self) -> None:
         if self.outcome not in FRONTIER_OUTCOMES:
@@ -187,6 +190,7 @@ def task_line(row: TaskRow, seq: int, run_id: str | None) -> bytes:
         # Credentials stay in the status file: the URL's password, tokens in its query, cookie
         # and auth header values and secret payload fields never reach DuckDB.
         "url": redact(row.url),
+        "canonical_url": _canonical_or_none(row.url),
         "method": row.method,
         "domain": domain_of(row.url),
         "params": redact_params(row.params),
@@ -194,6 +198,15 @@ def task_line(row: TaskRow, seq: int, run_id: str | None) -> bytes:
         "added_at": parse_stamp(row.added_at),
     }
     return orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+def _canonical_or_none(url: str) -> str | None:
+    """The canonical form of a task's URL (redacted), None when it is not a valid URL: a
+    stored task is recorded whatever its URL, and its status says why it cannot run."""
+    try:
+        return redact(canonical_url(url))
+    except ValueError:
+        return None
 
 
 def step_line(row: StepRow, seq: int, run_id: str | None) -> bytes:
@@ -257,6 +270,7 @@ def frontier_line(row: FrontierRow, seq: int, run_id: str | None) -> bytes:
         "seq": seq,
         "key": row.child,
         "url": redact(row.url),
+        "canonical_url": redact(row.canonical) if row.canonical else None,
         "crawl": row.crawl,
         "parent": row.parent,
         "depth": row.depth,

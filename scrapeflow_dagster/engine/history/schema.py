@@ -11,7 +11,8 @@ CREATE SEQUENCE IF NOT EXISTS step_runs_seq;
 
 CREATE TABLE IF NOT EXISTS tasks (
     key VARCHAR PRIMARY KEY,
-    url VARCHAR,
+    url VARCHAR,  -- as given: what is requested
+    canonical_url VARCHAR,  -- the form de-duplication compares (NULL for an invalid URL)
     method VARCHAR,
     domain VARCHAR,
     params JSON,
@@ -60,12 +61,17 @@ CREATE TABLE IF NOT EXISTS frontier (
     crawl VARCHAR,
     parent VARCHAR NOT NULL,
     child VARCHAR,
-    url VARCHAR NOT NULL,
+    url VARCHAR NOT NULL,  -- as the page links it (resolved): what is requested
+    canonical_url VARCHAR,  -- the form de-duplication compares
     depth INTEGER,
     outcome VARCHAR,  -- added | known | out_of_scope | too_deep | denied | over_budget | disallowed
     discovered_at TIMESTAMP,
     PRIMARY KEY (parent, url)
 );
+
+-- Files made before the canonical columns existed gain them (NULL until rows are written again).
+ALTER TABLE tasks ADD COLUMN IF NOT EXISTS canonical_url VARCHAR;
+ALTER TABLE frontier ADD COLUMN IF NOT EXISTS canonical_url VARCHAR;
 
 CREATE TABLE IF NOT EXISTS ingested_spool_files (
     name VARCHAR PRIMARY KEY,
@@ -88,6 +94,7 @@ SPOOL_COLUMNS: dict[str, str] = {
     "seq": "BIGINT",
     "key": "VARCHAR",
     "url": "VARCHAR",
+    "canonical_url": "VARCHAR",
     "method": "VARCHAR",
     "domain": "VARCHAR",
     "params": "JSON",
@@ -169,8 +176,8 @@ ORDER BY f.filename, f.seq
 # earliest added_at is kept, and an existing row keeps its added_at unless ours is earlier.
 # (ON CONFLICT cannot update one row twice in one statement, hence the QUALIFY.)
 UPSERT_TASKS_SQL = """
-INSERT INTO tasks (key, url, method, domain, params, added_at)
-SELECT key, url, method, domain, params, first_added_at
+INSERT INTO tasks (key, url, canonical_url, method, domain, params, added_at)
+SELECT key, url, canonical_url, method, domain, params, first_added_at
 FROM (
     SELECT *, min(added_at) OVER (PARTITION BY key) AS first_added_at
     FROM spool
@@ -179,6 +186,7 @@ FROM (
 )
 ON CONFLICT (key) DO UPDATE SET
     url = excluded.url,
+    canonical_url = excluded.canonical_url,
     method = excluded.method,
     domain = excluded.domain,
     params = excluded.params,
@@ -216,8 +224,8 @@ WHERE excluded.parsed_at >= pages.parsed_at
 # page added stays `added` when it is `known` on the next pass).
 _FRONTIER_RANK = "CASE {0}.outcome WHEN 'added' THEN 2 WHEN 'known' THEN 1 ELSE 0 END"
 INSERT_FRONTIER_SQL = f"""
-INSERT INTO frontier (crawl, parent, child, url, depth, outcome, discovered_at)
-SELECT crawl, parent, key, url, depth, outcome, ended_at
+INSERT INTO frontier (crawl, parent, child, url, canonical_url, depth, outcome, discovered_at)
+SELECT crawl, parent, key, url, canonical_url, depth, outcome, ended_at
 FROM spool
 WHERE kind = 'f'
 QUALIFY row_number() OVER (
@@ -227,6 +235,7 @@ QUALIFY row_number() OVER (
 ON CONFLICT (parent, url) DO UPDATE SET
     crawl = excluded.crawl,
     child = excluded.child,
+    canonical_url = excluded.canonical_url,
     depth = excluded.depth,
     outcome = excluded.outcome,
     discovered_at = excluded.discovered_at

@@ -163,3 +163,27 @@ def test_unusable_spool_files_are_set_aside_and_the_rest_ingested(db_path: Path)
     assert result.bad_files == set_aside
     assert all(path.exists() for path in set_aside)
     assert query(db_path, "SELECT count(DISTINCT key) FROM step_runs") == [(150,)]
+
+
+def test_a_file_from_before_the_canonical_columns_gains_them_and_keeps_its_rows(
+    db_path: Path,
+) -> None:
+    import duckdb
+
+    old = duckdb.connect(str(db_path))
+    old.execute(
+        "CREATE TABLE tasks (key VARCHAR PRIMARY KEY, url VARCHAR, method VARCHAR, "
+        "domain VARCHAR, params JSON, added_at TIMESTAMP)"
+    )
+    old.execute("INSERT INTO tasks VALUES ('old', 'http://a.test/x', 'GET', 'a.test', '{}', now())")
+    old.close()
+    ledger = Ledger(db_path)
+    ledger.record_task(TaskRow("new", "HTTP://A.test:80/y?b=1&a=2#f", "GET", {}))
+    ledger.flush()
+
+    assert ledger.sync().ingested_rows == 1
+
+    assert query(db_path, "SELECT key, url, canonical_url FROM tasks ORDER BY key") == [
+        ("new", "HTTP://A.test:80/y?b=1&a=2#f", "http://a.test/y?a=2&b=1"),
+        ("old", "http://a.test/x", None),
+    ]
