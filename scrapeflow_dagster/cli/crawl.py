@@ -1,37 +1,33 @@
 """`scrapeflow crawl FILE --max-depth N [--max-pages M] [--scope host|domain]`: FILE's tasks are
-seeds; each round materialises `scrape`, `validation` and `pages` over the tasks not parsed yet
-(the real `dagster asset materialize`, as `scrapeflow materialize` runs it), then turns the links
-of the parsed pages into new tasks (`engine.crawl.discover`), until no new task is in scope or
-the budget is spent. One line per round. Exit 0 when the crawl finished, even if some pages
-failed (see `scrapeflow status`); killed and run again, it goes on where it stopped: pages
-whose scrape completed are not fetched again, discovered tasks not yet run are run. Run again
-with other crawl settings (a deeper `--max-depth`, a wider `--scope`, a larger budget), the
-crawl grows in place: its stored pages' links are judged again and only new pages are fetched.
+seeds; each round is one real Dagster run of the executor chain (`scrape`, `validation`,
+`pages`: each task down the chain in one pass) over the crawl's tasks not parsed yet, started
+in this process against the instance (`crawling.rounds`, no `dagster` process per round),
+then the links of the parsed pages become new tasks (`crawling.frontier`, as the frontier
+sensor does), until no new task is in scope or the budget is spent. One line per round. Exit 0
+when the crawl finished, even if some pages failed (see `scrapeflow status`); killed and run
+again, it goes on where it stopped: pages whose scrape completed are not fetched again,
+discovered tasks not yet run are run. Run again with other crawl settings (a deeper
+`--max-depth`, a wider `--scope`, a larger budget), the crawl grows in place: its stored
+pages' links are judged again and only new pages are fetched.
 """
 
 import argparse
 import asyncio
 import dataclasses
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.engine.crawl import discover, finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir, note_lastmods
 from scrapeflow_dagster.engine.crawl.regrow import regrow
 from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
-from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
-from scrapeflow_dagster.engine.redact import redact
-from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
-from scrapeflow_dagster.engine.state.schema import executor_names, fields_of, is_success
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import (
     Item,
@@ -41,9 +37,11 @@ from scrapeflow_dagster.engine.tasks.intake import (
     read_task_file,
 )
 
+if TYPE_CHECKING:
+    from scrapeflow_dagster.crawling.rounds import Round
+
 SUMMARY = "crawl from the tasks of a file: follow links within a depth, scope and budget"
 LINKS_ASSET = "pages"
-_SYNC_LOCK_TIMEOUT_SECONDS = 1.0
 
 
 def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) -> None:
@@ -140,8 +138,21 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         return 2
     log_path = frontier_dir(layout) / "crawl.log"
     print(f"crawl of {common.plural(len(seeds), 'seed')}; dagster output in {log_path}", flush=True)
-    with log_path.open("a") as log:
-        seen, ran = _rounds(layout, seeds, regrown, assets, module=args.module, log=log)
+    # Imported here: `scrapeflow --help` and the other commands do not load Dagster.
+    from scrapeflow_dagster.crawling.rounds import run_crawl
+    from scrapeflow_dagster.crawling.runs import LocationRuns
+    from scrapeflow_dagster.instance import get_instance
+
+    instance = get_instance()
+    try:
+        runs = LocationRuns(instance, args.module)
+        with log_path.open("a") as log:
+            done = run_crawl(
+                layout, runs, seeds, reopened=regrown, assets=assets, log=log, on_round=_print_round
+            )
+    finally:
+        instance.dispose()
+    seen, ran = done.seen, done.ran
     if ran:
         print(
             f"crawl finished: {common.plural(ran, 'task')} run of {seen} in the crawl; "
@@ -231,138 +242,33 @@ def _add_seeds(
     return list(dict.fromkeys(keys)), reopened, refused
 
 
-def _rounds(
-    layout: DataLayout,
-    seeds: list[str],
-    reopened: list[str],
-    assets: list[str],
-    *,
-    module: str,
-    log: IO[str],
-) -> tuple[int, int]:
-    """Run rounds until no task of the crawl is left to run, the first over the seeds and
-    the `reopened` pages; returns the tasks of the crawl seen and how many of them were run
-    (not already parsed)."""
-    crawls = set(seeds)
-    attempted: set[str] = set()
-    ran = 0
-    todo = [*seeds, *reopened]
-    number = 0
-    while True:
-        batches = [b for b in pending_batches(layout) if crawls & set(b.crawls)]
-        todo += [k for b in batches for k in b.keys]
-        todo = [k for k in dict.fromkeys(todo) if k not in attempted]
-        if not todo:
-            return len(attempted), ran
-        to_run, _ = _materialise(layout, todo, assets, module=module, log=log)
-        ran += len(to_run)
-        attempted.update(todo)
-        ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
-        try:
-            found = discover(layout, todo, ledger=ledger, executor=LINKS_ASSET)
-        finally:
-            # DuckDB held by a user's session: the rows wait in the spool, the crawl goes on.
-            ledger.close(lock_timeout_seconds=_SYNC_LOCK_TIMEOUT_SECONDS)
-        for batch in batches:
-            finish_batch(layout, batch.id)  # its tasks have run
-        outcome = _round_outcome(layout, todo, to_run)
-        links = ", ".join(f"{n} {what}" for what, n in Counter(found.outcomes).most_common())
-        print(
-            f"round {number}: {outcome}; links: {links or 'none'}; "
-            f"{common.plural(len(found.keys), 'new task')}",
-            flush=True,
-        )
-        for url, reason in _failed(layout, to_run)[:_FAILURES_SHOWN]:
-            print(f"  failed: {url}: {reason}", flush=True)
-        todo = []
-        number += 1
+def _print_round(done: "Round") -> None:
+    """`round 2: 310 tasks (3 already parsed): 300 pages parsed, 7 failed; links: ...; N new
+    tasks`, then the first failed URLs with their reason."""
+    links = ", ".join(f"{n} {what}" for what, n in done.links.most_common())
+    print(
+        f"round {done.number}: {_round_outcome(done)}; links: {links or 'none'}; "
+        f"{common.plural(done.new_tasks, 'new task')}",
+        flush=True,
+    )
+    for url, reason in done.failed[:_FAILURES_SHOWN]:
+        print(f"  failed: {url}: {reason}", flush=True)
 
 
 # How many failed tasks a round line names (the rest: `scrapeflow status`, DuckDB).
 _FAILURES_SHOWN = 3
 
 
-def _round_outcome(layout: DataLayout, todo: list[str], to_run: list[str]) -> str:
+def _round_outcome(done: "Round") -> str:
     """`12 tasks (3 already parsed): 8 parsed, 1 failed` in tasks, never in Dagster runs."""
-    parsed = sum(_parsed(layout, k) for k in to_run)
-    failed = len(_failed(layout, to_run))
-    earlier = len(todo) - len(to_run)
-    text = common.plural(len(todo), "task")
+    earlier = done.tasks - done.ran
+    text = common.plural(done.tasks, "task")
     if earlier:
         text += f" ({earlier} already parsed)"
-    if not to_run:
+    if not done.ran:
         return text + ": nothing to run"
-    text += f": {common.plural(parsed, 'page')} parsed"
-    if failed:
-        text += f", {failed} failed"
-    rest = len(to_run) - parsed - failed
+    text += f": {common.plural(done.parsed, 'page')} parsed"
+    if done.failed:
+        text += f", {len(done.failed)} failed"
+    rest = done.ran - done.parsed - len(done.failed)
     return text + (f", {rest} not run to the end" if rest else "")
-
-
-def _failed(layout: DataLayout, keys: list[str]) -> list[tuple[str, str]]:
-    """(URL, the failed step's status) of the tasks of `keys` whose last run failed."""
-    found = []
-    for key in keys:
-        try:
-            status = load_status(layout.status_dir, key)
-        except StatusFileError as exc:
-            found.append((key, str(exc)))
-            continue
-        if status is None:
-            continue
-        for name in executor_names(status):
-            text = str(status.get(fields_of(name).status) or "")
-            if text.startswith("ERROR"):
-                url = redact(str(status.get("params", {}).get("url", key)))
-                found.append((url, f"{name} {text}"))
-                break
-    return found
-
-
-def _parsed(layout: DataLayout, key: str) -> bool:
-    try:
-        status = load_status(layout.status_dir, key)
-    except StatusFileError:
-        return False
-    return status is not None and is_success(status, LINKS_ASSET)
-
-
-def _materialise(
-    layout: DataLayout, keys: list[str], assets: list[str], *, module: str, log: IO[str]
-) -> tuple[list[str], int]:
-    """Add `keys` as partitions (discovered tasks are not yet), then run one `dagster asset
-    materialize` of every executor asset per range of those not parsed yet (each task goes
-    down the chain in one pass); returns the keys run and how many runs failed.
-
-    A task parsed by a run that was killed before Dagster stored its events is run again too
-    (every step is skipped, its partitions are materialised): its partitions would otherwise
-    stay "in progress" for good.
-    """
-    import dagster as dg
-
-    from scrapeflow_dagster.defs.partitions import (
-        TASKS_PARTITIONS_NAME,
-        add_task_partitions,
-        tasks_partitions_def,
-    )
-    from scrapeflow_dagster.instance import get_instance
-
-    instance = get_instance()
-    try:
-        add_task_partitions(instance, keys)
-        ordered = list(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
-        states = instance.get_status_by_partition(
-            dg.AssetKey(LINKS_ASSET), keys, tasks_partitions_def
-        )
-    finally:
-        instance.dispose()
-    done = {
-        k for k, state in (states or {}).items() if state == dg.AssetPartitionStatus.MATERIALIZED
-    }
-    to_run = [k for k in keys if k not in done or not _parsed(layout, k)]
-    if not to_run:
-        return [], 0
-    _, failed = materialize.run_ranges(
-        ",".join(assets), ordered, to_run, module=module, data_dir=str(layout.root), log=log
-    )
-    return to_run, failed

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from scrapeflow_dagster.crawling.frontier import register, take_in
 from scrapeflow_dagster.defs.automation import (
     MAX_RUNS_PER_TICK,
     ExecutorChain,
@@ -14,13 +15,11 @@ from scrapeflow_dagster.defs.automation import (
 )
 from scrapeflow_dagster.defs.partitions import (
     TASKS_PARTITIONS_NAME,
-    add_task_partitions,
     tasks_partitions_def,
 )
 from scrapeflow_dagster.defs.resources import ScrapeSettingsResource, StatusStoreResource
-from scrapeflow_dagster.engine.crawl import FrontierBatch, discover, finish_batch, pending_batches
+from scrapeflow_dagster.engine.crawl import FrontierBatch, finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.journal import expanded_keys
-from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 
 # Parents taken in per tick: bounds a tick's time (discovery costs ~0.1-0.4 ms per link).
@@ -91,16 +90,9 @@ def build_frontier_sensor(
         expanded = expanded_keys(layout)
         todo = [k for k in parsed if k not in expanded][:MAX_PARENTS_PER_TICK]
         if todo:
-            with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-                # The runs' User-Agent and robots settings: links robots.txt disallows (as the
-                # runs cached it) never become tasks.
-                found = discover(
-                    layout,
-                    todo,
-                    ledger=ledger,
-                    executor=links_asset,
-                    settings=scrape_settings.build(),
-                )
+            # The runs' User-Agent and robots settings: links robots.txt disallows (as the
+            # runs cached it) never become tasks. `scrapeflow crawl` takes links in the same way.
+            found = take_in(layout, todo, links_asset=links_asset, settings=scrape_settings.build())
             if found.parents:
                 context.log.info(
                     f"{found.parents} parsed pages: {len(found.keys)} new tasks; links by "
@@ -110,8 +102,7 @@ def build_frontier_sensor(
         for batch in pending_batches(layout):
             if len(runs) >= MAX_RUNS_PER_TICK:
                 break
-            add_task_partitions(instance, batch.keys)
-            ordered = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
+            ordered = register(instance, batch)
             requests = frontier_run_requests(instance, chain, batch, ordered)
             if all(run_exists(instance, r.run_key or "") for r in requests):
                 finish_batch(layout, batch.id)

@@ -1,0 +1,40 @@
+"""What `scrapeflow crawl` and the frontier sensor share: a discovery over parsed pages with
+the runs' own settings (robots.txt as the runs cached it), and the new tasks made partitions.
+"""
+
+from collections.abc import Iterable
+
+import dagster as dg
+
+from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
+from scrapeflow_dagster.engine.crawl import Discovery, FrontierBatch, discover
+from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.state.layout import DataLayout
+
+# How long a discovery waits for DuckDB held by a user's session before leaving its rows in
+# the spool (the next sync takes them): a crawl never stops for an open session.
+SYNC_LOCK_TIMEOUT_SECONDS = 2.0
+
+
+def take_in(
+    layout: DataLayout,
+    parents: Iterable[str],
+    *,
+    links_asset: str,
+    settings: ScrapeSettings | None,
+) -> Discovery:
+    """Turn the links of the parsed pages among `parents` that were not taken in yet into
+    tasks and frontier rows (`engine.crawl.discover`); DuckDB gets the rows when it is free."""
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+    try:
+        return discover(layout, parents, ledger=ledger, executor=links_asset, settings=settings)
+    finally:
+        ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
+
+
+def register(instance: dg.DagsterInstance, batch: FrontierBatch) -> list[str]:
+    """Make the batch's tasks partitions (those that are not yet); returns every `tasks`
+    partition in order."""
+    add_task_partitions(instance, batch.keys)
+    return list(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
