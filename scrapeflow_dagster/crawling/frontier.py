@@ -23,14 +23,23 @@ def take_in(
     *,
     links_asset: str,
     settings: ScrapeSettings | None,
+    sync: bool = True,
 ) -> Discovery:
     """Turn the links of the parsed pages among `parents` that were not taken in yet into
-    tasks and frontier rows (`engine.crawl.discover`); DuckDB gets the rows when it is free."""
+    tasks and frontier rows (`engine.crawl.discover`); DuckDB gets the rows when it is free.
+
+    Args:
+        sync: ingest the rows into DuckDB now; False leaves them in the spool for the next
+            sync (a crawl's next run does one as it ends: 0.1-0.3 s saved per round).
+    """
     ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
     try:
         return discover(layout, parents, ledger=ledger, executor=links_asset, settings=settings)
     finally:
-        ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
+        if sync:
+            ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
+        else:
+            ledger.flush()
 
 
 def register(instance: dg.DagsterInstance, batch: FrontierBatch) -> list[str]:

@@ -16,11 +16,12 @@ from typing import IO
 
 import dagster as dg
 
-from scrapeflow_dagster.crawling.frontier import take_in
+from scrapeflow_dagster.crawling.frontier import SYNC_LOCK_TIMEOUT_SECONDS, take_in
 from scrapeflow_dagster.crawling.runs import LocationRuns
 from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
 from scrapeflow_dagster.engine.errors import StatusFileError
+from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status
@@ -89,7 +90,11 @@ def run_crawl(
         to_run, failed_runs = _run_round(layout, runs, todo, assets, log)
         result.ran += len(to_run)
         attempted.update(todo)
-        found = take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings)
+        # No DuckDB sync here: the next round's run ingests the spool as it ends, and the
+        # last round (it adds no task) syncs below.
+        found = take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings, sync=False)
+        if not found.keys:
+            sync_quietly(layout)
         for batch in batches:
             finish_batch(layout, batch.id)  # its tasks have run
         done = Round(
@@ -106,6 +111,13 @@ def run_crawl(
         if on_round is not None:
             on_round(done)
         todo = []
+
+
+def sync_quietly(layout: DataLayout) -> None:
+    """Ingest the spool into DuckDB, waiting a little for a user's open session; the rows stay
+    in the spool when it is held (the next sync takes them)."""
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+    ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
 
 
 def _run_round(

@@ -53,6 +53,8 @@ Routes (and the module that serves them):
     `/graph/private/{n}` (`graph`): a 200 page that robots.txt disallows.
     `/robots.txt` (`graph`): `User-agent: *`, `Disallow: /graph/private/`, and
         `Crawl-delay: X` when `crawl_delay_seconds` is set, `Sitemap:` when `sitemap_in_robots`.
+    `/docs/{n}` (`docs`): a documentation site's shape (530 pages, index pages with hundreds of
+        links, 502 within depth 3 of `/docs/0`), for crawl benchmarks.
     `/sitemaps/index.xml` (`sitemaps`): a sitemap index of an XML sitemap and a gzipped one,
         listing graph pages with and without `lastmod`; `POST /control/lastmod?path=P&lastmod=D`
         dates a listed page anew.
@@ -71,7 +73,7 @@ Routes (and the module that serves them):
 
 from aiohttp import web
 
-from scrapeflow_dagster.site import bot_checks, charsets, client_routes, faults, sitemaps
+from scrapeflow_dagster.site import bot_checks, charsets, client_routes, docs, faults, sitemaps
 from scrapeflow_dagster.site.faults import CAPTCHA_HTML, SERVER_ERROR_STATUS, PageFaults
 from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE, Graph
 from scrapeflow_dagster.site.mixed import (
@@ -186,6 +188,7 @@ def build_site(
             web.get(r"/graph/{n:\d+}", graph.page),
             web.get("/graph/private/{n}", graph.private),
             web.get("/robots.txt", graph.robots),
+            web.get(r"/docs/{n:\d+}", docs.page),
             web.get(sitemaps.INDEX_PATH, sitemaps.index),
             web.get("/sitemaps/plain.xml", sitemaps.plain),
             web.get("/sitemaps/gzipped.xml.gz", sitemaps.gzipped),

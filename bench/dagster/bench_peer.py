@@ -1,0 +1,164 @@
+"""Ours against Scrapy on the same local site, side by side in one run (`make bench`: "peer").
+
+- crawl: `scrapeflow crawl` of the site's `/docs/` (a documentation site's shape: 530 pages,
+  index pages with 240 links, robots.txt) to depth 3 (502 pages), against Scrapy crawling the
+  same seed to the same depth (robots.txt obeyed, 8 per host, breadth-first).
+- task list: N pages (default 10,000) through `dagster asset materialize --select scrape
+  --partition-range` on the embedded home, against Scrapy fetching the same URLs.
+
+Both take the site at 8 requests in flight per host; our data dir and Dagster home are on
+tmpfs when `/dev/shm` exists (so is Scrapy's feed). Each way runs `--rounds` times,
+alternated; it prints the median wall time, pages/s and CPU seconds of each, the pages each
+fetched (counted by the site), and the ratios ours / Scrapy. Scrapy is installed by the bench
+into its own venv (`bench.peers.venvs`).
+
+    .venv/bin/python -m bench.dagster.bench_peer [--tasks 10000] [--rounds 2] [--json PATH]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench.dagster.cli_runs import write_tasks
+from bench.lib.homes import bench_env, make_home, temp_root
+from bench.lib.measured import run_measured
+from bench.lib.repo import PYTHON, REPO
+from bench.lib.report import print_table, write_json
+from bench.lib.site import Site
+from bench.peers.venvs import SCRAPY_REQUIREMENT, scrapy_version, venv_python
+
+SPIDER = REPO / "bench" / "peers" / "scrapy_spider.py"
+CRAWL_DEPTH = 3
+
+
+def site_requests(site: Site, prefix: str) -> int:
+    """Requests the site answered under `prefix` since its last reset."""
+    with urllib.request.urlopen(site.url + "/control/requests", timeout=10) as response:
+        paths = json.load(response)["paths"]
+    return sum(n for path, n in paths.items() if path.startswith(prefix))
+
+
+def reset_requests(site: Site) -> None:
+    request = urllib.request.Request(site.url + "/control/requests/reset", method="POST")
+    urllib.request.urlopen(request, timeout=10).close()
+
+
+def ours_crawl(root: Path, site: Site, tag: str) -> dict[str, Any]:
+    home = make_home(root, f"home-{tag}", ours=True)
+    env = bench_env(home, root / f"data-{tag}")
+    seeds = root / "seeds.txt"
+    seeds.write_text(site.url + "/docs/0\n")
+    cmd = [PYTHON, "-m", "scrapeflow_dagster.cli", "crawl", str(seeds), "--max-depth", "3"]
+    return _measured(cmd, env, root, site, "/docs/", "ours crawl")
+
+
+def scrapy_crawl(python: Path, root: Path, site: Site, tag: str) -> dict[str, Any]:
+    out = root / f"scrapy-{tag}.jsonl"
+    cmd = [str(python), str(SPIDER), "crawl", site.url + "/docs/0", str(CRAWL_DEPTH), str(out)]
+    return _measured(cmd, bench_env(root), root, site, "/docs/", "scrapy crawl")
+
+
+def ours_list(root: Path, site: Site, tasks_file: Path, keys: list[str], tag: str) -> dict:
+    home = make_home(root, f"home-{tag}", ours=True)
+    env = bench_env(home, root / f"data-{tag}")
+    add = [PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)]
+    run_measured(add, env=env, label="tasks add", cwd=root)
+    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m"]
+    cmd += ["scrapeflow_dagster.definitions", "--select", "scrape"]
+    cmd += ["--partition-range", f"{keys[0]}...{keys[-1]}"]
+    return _measured(cmd, env, root, site, "/page/", "ours task list")
+
+
+def scrapy_list(python: Path, root: Path, site: Site, tasks_file: Path, tag: str) -> dict:
+    out = root / f"scrapy-{tag}.jsonl"
+    cmd = [str(python), str(SPIDER), "list", str(tasks_file), str(out)]
+    return _measured(cmd, bench_env(root), root, site, "/page/", "scrapy task list")
+
+
+def _measured(
+    cmd: list[str], env: dict[str, str], root: Path, site: Site, prefix: str, label: str
+) -> dict[str, Any]:
+    reset_requests(site)
+    done = run_measured(cmd, env=env, label=label, cwd=root, extra_cpu=site.cpu_seconds)
+    pages = site_requests(site, prefix)
+    return {
+        "seconds": done.seconds,
+        "cpu_seconds": done.cpu_seconds,
+        "pages": pages,
+        "pages_per_s": pages / done.seconds if done.seconds else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", choices=("crawl", "list"), help="one of the two comparisons")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    python = venv_python("scrapy", [SCRAPY_REQUIREMENT])
+    version = scrapy_version(python)
+    parent = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    found: dict[str, list[dict[str, Any]]] = {}
+    with temp_root("bench-peer-", parent=parent) as root, Site(pages=args.tasks) as site:
+        tasks_file, _, keys = write_tasks(root, site.url, args.tasks)
+        ways = {
+            "ours crawl": lambda tag: ours_crawl(root, site, tag),
+            "scrapy crawl": lambda tag: scrapy_crawl(python, root, site, tag),
+            "ours task list": lambda tag: ours_list(root, site, tasks_file, keys, tag),
+            "scrapy task list": lambda tag: scrapy_list(python, root, site, tasks_file, tag),
+        }
+        if args.only:
+            ways = {way: run for way, run in ways.items() if way.endswith(args.only)}
+        for round_ in range(args.rounds):
+            for way, measure in ways.items():  # alternated: a slow stretch hits every way
+                found.setdefault(way, []).append(measure(f"{way.replace(' ', '-')}-{round_}"))
+                print(f"round {round_}: {way}: {found[way][-1]}", flush=True)
+
+    def median(way: str, field: str) -> float:
+        return statistics.median(m[field] for m in found[way])
+
+    summary: dict[str, Any] = {"scrapy": version, "tasks": args.tasks, "rounds": args.rounds}
+    for way in found:
+        summary[way] = {
+            f: median(way, f) for f in ("seconds", "cpu_seconds", "pages", "pages_per_s")
+        }
+    if "ours crawl" in summary:
+        summary["crawl_wall_ours_over_scrapy"] = (
+            summary["ours crawl"]["seconds"] / summary["scrapy crawl"]["seconds"]
+        )
+    if "ours task list" in summary:
+        summary["task_list_pages_per_s_ours_over_scrapy"] = (
+            summary["ours task list"]["pages_per_s"] / summary["scrapy task list"]["pages_per_s"]
+        )
+    print_table(
+        ["way", "wall s", "pages", "pages/s", "CPU s"],
+        [
+            [
+                way,
+                round(summary[way]["seconds"], 2),
+                summary[way]["pages"],
+                round(summary[way]["pages_per_s"] or 0),
+                round(summary[way]["cpu_seconds"], 1),
+            ]
+            for way in found
+        ],
+        title=f"ours vs Scrapy {version}, median of {args.rounds} rounds",
+    )
+    if "crawl_wall_ours_over_scrapy" in summary:
+        ratio = summary["crawl_wall_ours_over_scrapy"]
+        print(f"crawl wall ours / Scrapy: {ratio:.2f} (target <= 1, aim 0.5)")
+    if "task_list_pages_per_s_ours_over_scrapy" in summary:
+        ratio = summary["task_list_pages_per_s_ours_over_scrapy"]
+        print(f"task list pages/s ours / Scrapy: {ratio:.2f} (target >= 2)")
+    write_json(args.json, {"summary": summary, "rounds": found})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
