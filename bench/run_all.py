@@ -289,6 +289,28 @@ def rows_chain(data: dict[str, Any], _out: str) -> list[Row]:
     ]
 
 
+def rows_peer(data: dict[str, Any], _out: str) -> list[Row]:
+    s = data.get("summary") or {}
+    crawl = s.get("crawl_wall_ours_over_scrapy")
+    tasks = s.get("task_list_pages_per_s_ours_over_scrapy")
+    return [
+        [
+            "peer",
+            f"crawl wall ours / Scrapy {s.get('scrapy')}",
+            crawl,
+            "<= 1.0",
+            _verdict(None if crawl is None else crawl <= 1.0),
+        ],
+        [
+            "peer",
+            "task list pages/s ours / Scrapy",
+            tasks,
+            ">= 2.0",
+            _verdict(None if tasks is None else tasks >= 2.0),
+        ],
+    ]
+
+
 def rows_shards(_data: dict[str, Any], out: str) -> list[Row]:
     # bench_shards prints "<two> / <one>: 1.56x pages/s (target >= 1.6)" per comparison.
     rows: list[Row] = []
@@ -310,6 +332,7 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("postgres", "bench.dagster.postgres", rows_postgres, True),
     ("discovery", "bench.engine.bench_discovery", rows_discovery, True),
     ("chain", "bench.dagster.bench_chain", rows_chain, True),
+    ("peer", "bench.dagster.bench_peer", rows_peer, True),
     ("shards", "bench.scaleout.bench_shards", rows_shards, False),
     ("scale", "bench.bench_dagster", rows_scale, True),
 ]
@@ -332,6 +355,7 @@ QUICK_ARGS = {
     "discovery": ["--pages", "500"],
     "chain": ["--tasks", "300", "--rounds", "1"],
     "shards": ["--tasks", "400"],
+    "peer": ["--tasks", "1000", "--rounds", "1"],
 }
 
 
