@@ -79,6 +79,24 @@ class RobotsUnavailableError(TransientError):
     this run, and the task is retried in a later one."""
 
 
+class RedirectRefusedError(ScrapeError):
+    """A redirect the fetch would not follow: to a non-http(s) URL, out of the crawl's scope,
+    or past the redirect limit. The message names the hop; never retried."""
+
+    kind = ErrorKind.PERMANENT
+
+
+class TooManyRedirectsError(RedirectRefusedError):
+    """A request redirected more times than `max_redirects` (a loop, or an endless chain)."""
+
+
+class AddressRefusedError(ScrapeError):
+    """The address guard refused a request: its host is (or resolves to) a loopback, private,
+    link-local, multicast or reserved address while the task's own URL is public."""
+
+    kind = ErrorKind.PERMANENT
+
+
 class InvalidTaskError(ValueError):
     """A task key, URL or params that cannot be used; the message names the input."""
 

@@ -88,3 +88,9 @@ class ScrapeSettings:
     user_agent: str = field(default_factory=lambda: DEFAULT_USER_AGENT)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     polite: PoliteSettings = field(default_factory=PoliteSettings)
+    max_redirects: int = 10  # hops followed per request; one more fails the task (permanent)
+    # Requests from a task whose URL is public never reach a loopback, private, link-local,
+    # multicast or reserved address (checked on the resolved IP at connect time) ...
+    address_guard: bool = True
+    # ... except in these networks (CIDR strings, e.g. "10.1.0.0/16").
+    allowed_networks: tuple[str, ...] = ()

@@ -53,6 +53,9 @@ Routes (and the module that serves them):
     `/graph/private/{n}` (`graph`): a 200 page that robots.txt disallows.
     `/robots.txt` (`graph`): `User-agent: *`, `Disallow: /graph/private/`, and
         `Crawl-delay: X` when `crawl_delay_seconds` is set, `Sitemap:` when `sitemap_in_robots`.
+    `/hostile/` (`hostile`): a crawler's adversary: redirects into a robots.txt-disallowed
+        path, to another host, to `file:`, in a loop, in a chain, to an internal address; a
+        300 MiB body, a gzip bomb, an endless path.
     `/docs/{n}` (`docs`): a documentation site's shape (530 pages, index pages with hundreds of
         links, 502 within depth 3 of `/docs/0`), for crawl benchmarks.
     `/sitemaps/index.xml` (`sitemaps`): a sitemap index of an XML sitemap and a gzipped one,
@@ -76,6 +79,7 @@ from aiohttp import web
 from scrapeflow_dagster.site import bot_checks, charsets, client_routes, docs, faults, sitemaps
 from scrapeflow_dagster.site.faults import CAPTCHA_HTML, SERVER_ERROR_STATUS, PageFaults
 from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE, Graph
+from scrapeflow_dagster.site.hostile import Hostile
 from scrapeflow_dagster.site.mixed import (
     FAULT_KINDS,
     RESET_FAULT_REQUESTS,
@@ -111,6 +115,7 @@ def build_site(
     graph_delay_seconds: float = 0.0,
     crawl_delay_seconds: float | None = None,
     sitemap_in_robots: bool = False,
+    internal_url: str | None = None,
 ) -> web.Application:
     """Build the local test website; see the module docstring for its routes.
 
@@ -123,6 +128,8 @@ def build_site(
         graph_delay_seconds: how long each `/graph/{n}` page waits before answering.
         crawl_delay_seconds: the `Crawl-delay` robots.txt announces; None leaves it out.
         sitemap_in_robots: whether robots.txt announces `/sitemaps/index.xml` (`Sitemap:`).
+        internal_url: where `/hostile/r/internal` redirects (default: the site's own
+            `/hostile/landed`).
 
     Returns:
         An aiohttp application, not yet running.
@@ -145,6 +152,7 @@ def build_site(
     )
     traffic = Traffic()
     spelled = Spelled()
+    hostile = Hostile(internal_url)
 
     async def reset_all(request: web.Request) -> web.Response:
         named.forget()
@@ -193,6 +201,7 @@ def build_site(
             web.get("/sitemaps/plain.xml", sitemaps.plain),
             web.get("/sitemaps/gzipped.xml.gz", sitemaps.gzipped),
             web.post("/control/lastmod", sitemaps.lastmod_control),
+            *hostile.routes(),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),
             web.get("/spelled/download/{name}", spelled.download),

@@ -39,6 +39,7 @@ class LocalSite:
         graph_delay_seconds: float = 0.0,
         crawl_delay_seconds: float | None = None,
         sitemap_in_robots: bool = False,
+        internal_url: str | None = None,
     ) -> None:
         self.host = host
         self.app = build_site(
@@ -50,6 +51,7 @@ class LocalSite:
             graph_delay_seconds=graph_delay_seconds,
             crawl_delay_seconds=crawl_delay_seconds,
             sitemap_in_robots=sitemap_in_robots,
+            internal_url=internal_url,
         )
         self._requested_port = port
         self._port: int | None = None
@@ -129,6 +131,7 @@ class SiteThread:
         graph_delay_seconds: float = 0.0,
         crawl_delay_seconds: float | None = None,
         sitemap_in_robots: bool = False,
+        internal_url: str | None = None,
         startup_timeout_seconds: float = 10.0,
     ) -> None:
         self._site = LocalSite(
@@ -142,6 +145,7 @@ class SiteThread:
             graph_delay_seconds=graph_delay_seconds,
             crawl_delay_seconds=crawl_delay_seconds,
             sitemap_in_robots=sitemap_in_robots,
+            internal_url=internal_url,
         )
         self._startup_timeout_seconds = startup_timeout_seconds
         self._ready = threading.Event()
@@ -211,6 +215,7 @@ def run_site_forever(
     graph_size: int = DEFAULT_GRAPH_SIZE,
     graph_delay_seconds: float = 0.0,
     crawl_delay_seconds: float | None = None,
+    internal_url: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the site until Ctrl+C or SIGTERM; blocks the calling thread.
@@ -225,6 +230,7 @@ def run_site_forever(
         graph_size: see `build_site`.
         graph_delay_seconds: see `build_site`.
         crawl_delay_seconds: see `build_site`.
+        internal_url: see `build_site`.
         on_ready: called with the base URL once the site listens (the CLI prints it).
 
     Raises:
@@ -240,6 +246,7 @@ def run_site_forever(
         graph_size=graph_size,
         graph_delay_seconds=graph_delay_seconds,
         crawl_delay_seconds=crawl_delay_seconds,
+        internal_url=internal_url,
     )
 
     async def serve() -> None:

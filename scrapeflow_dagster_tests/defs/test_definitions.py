@@ -136,6 +136,7 @@ STAGE_IMPORTS = {
         "retry",
         "polite",
         "run",
+        "crawl",
         "executors",
     },
     "crawl": {"errors", "redact", "settings", "state", "tasks", "history", "polite", "crawl"},

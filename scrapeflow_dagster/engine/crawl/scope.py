@@ -13,11 +13,14 @@ dedupe, budget), in the order they are applied.
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from yarl import URL
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
-from scrapeflow_dagster.engine.state.params import CrawlSettings
+from scrapeflow_dagster.engine.state.params import CrawlSettings, crawl_settings
 from scrapeflow_dagster.engine.tasks.keys import LinkIdentity, link_identity
 
 if TYPE_CHECKING:
@@ -108,3 +111,25 @@ def identify(url: object) -> LinkIdentity | None:
         return link_identity(url)
     except InvalidTaskError:
         return None
+
+
+def redirect_refusal(params: Mapping[str, Any], target: str, target_host: str) -> str | None:
+    """Why a crawl task (its `params`) may not follow a redirect to `target` (a host of
+    `target_host`), None when it may: out of the crawl's scope around the task's own host, no
+    `allow` match, or a `deny` match. A task that is not part of a crawl may follow any.
+
+    Raises:
+        ValueError: naming the param when the task's crawl params are invalid.
+    """
+    settings = crawl_settings(params)
+    if settings.max_depth == 0 and settings.crawl is None:
+        return None
+    own_host = (URL(str(params.get("url"))).host or "").lower()
+    if not in_scope(target_host.lower(), seed_host=own_host, scope=settings.scope):
+        return f"out of the crawl's scope ({settings.scope} {own_host})"
+    rules = Rules.of(settings)
+    if rules.allow and not any(p.search(target) for p in rules.allow):
+        return "matches no allow pattern of the crawl"
+    if any(p.search(target) for p in rules.deny):
+        return "matches a deny pattern of the crawl"
+    return None

@@ -3,5 +3,6 @@ URL with retries and stores the body; `validation` rejects block pages that answ
 `pages` parses the stored HTML.
 
 May import: `engine.run.context` (what an executor gets), `engine.state`, `engine.retry`,
-`engine.errors`, `engine.redact`, `engine.tasks.keys`. Never Dagster.
+`engine.errors`, `engine.redact`, `engine.tasks.keys`, `engine.polite` (the address guard),
+`engine.crawl.scope` (a crawl task's redirects stay in its scope). Never Dagster.
 """

@@ -1,6 +1,7 @@
 """The `scrape` executors: fetch a task's URL with retries and store the body as `<key>.scrape`."""
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import os
@@ -10,6 +11,7 @@ from typing import Any, NamedTuple
 import aiohttp
 from yarl import URL
 
+from scrapeflow_dagster.engine.crawl.scope import redirect_refusal
 from scrapeflow_dagster.engine.errors import (
     BlockedError,
     BodyTooLargeError,
@@ -18,8 +20,10 @@ from scrapeflow_dagster.engine.errors import (
     HttpStatusError,
     InvalidTaskError,
     ProxyError,
+    RedirectRefusedError,
     RobotsUnavailableError,
     ScrapeError,
+    TooManyRedirectsError,
 )
 from scrapeflow_dagster.engine.redact import proxy_host, redact
 from scrapeflow_dagster.engine.retry.requests import (
@@ -33,7 +37,7 @@ from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taski
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
 from scrapeflow_dagster.engine.state.schema import StatusData, is_success
 from scrapeflow_dagster.engine.tasks.keys import validate_url
-from scrapeflow_dagster.engine.tasks.urls import request_url
+from scrapeflow_dagster.engine.tasks.urls import request_url, resolve_link
 
 ResponseCallback = Callable[[bytes], None]
 NOT_MODIFIED = 304
@@ -72,6 +76,10 @@ def _timeout(total_seconds: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=total_seconds)
 
 
+# Answers that send the client elsewhere (with a Location header).
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
 async def _request_once(
     context: Context,
     url: URL,
@@ -79,55 +87,138 @@ async def _request_once(
     proxy: str | None,
     conditional: dict[str, str] | None = None,
 ) -> tuple[bytes, aiohttp.ClientResponse]:
+    """One try of a task's request, its redirects followed here (not by aiohttp) so that every
+    hop passes the gate of a first request: the address guard, the hop's per-host slot and,
+    before it is sent, robots.txt of its host and (for a crawl task) the crawl's scope.
+
+    Returns:
+        The body and the final response (its `url` is the last hop's).
+    """
     session = context.session
     if session is None:
         raise RuntimeError("scrape needs an aiohttp session in its context")
     settings = context.settings
     payload = params.get("post_payload")
+    method = "POST" if payload is not None else "GET"
     # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
     verify = bool(params.get("verify_tls", settings.verify_tls))
-    headers = params.get("headers")
-    if conditional:
-        headers = {**(headers or {}), **conditional}
-    polite = context.polite
-    slot = None
-    if polite is not None:
-        host = f"{url.host}:{url.port}"  # politeness's `host_of`, without a call per request
-        slot = polite.try_acquire(host) or await polite.acquire(host)
-    try:
-        async with session.request(
-            "POST" if payload is not None else "GET",
-            url,
-            json=payload,
-            cookies=params.get("cookies"),
-            headers=headers,
-            proxy=proxy,
-            ssl=verify,
-            timeout=_timeout(settings.request_timeout_seconds),
-        ) as response:
-            if conditional and response.status == NOT_MODIFIED:
-                return b"", response
-            kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
-            if kind is not None:
-                raise HttpStatusError(
-                    response.status,
-                    kind=kind,
-                    retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
-                )
-            cap = settings.max_body_bytes
-            declared = response.content_length
-            if (
-                declared is not None
-                and declared <= cap
-                and "Content-Encoding" not in response.headers
+    guard = context.guard
+    task_internal = True
+    if guard is not None and guard.enabled:
+        task_internal = await guard.is_internal_host(url.raw_host or "")
+    current, hops = url, 0
+    while True:
+        # The task's headers and cookies (credentials, often) go to its own host only.
+        own_host = current.raw_host == url.raw_host
+        headers = params.get("headers") if own_host else None
+        if conditional and own_host:
+            headers = {**(headers or {}), **conditional}
+        what = f"redirect to {redact(str(current))}" if hops else redact(str(current))
+        polite = context.polite
+        slot = None
+        if polite is not None:
+            host = f"{current.host}:{current.port}"  # politeness's `host_of`, without a call
+            slot = polite.try_acquire(host) or await polite.acquire(host)
+        try:
+            with (
+                guard.guarding(current.raw_host or "", task_internal=task_internal, what=what)
+                if guard is not None
+                else contextlib.nullcontext()
             ):
-                # The common case, read without another coroutine frame: no encoding, so
-                # Content-Length is the decoded size.
-                return await response.read(), response
-            return await _read_capped(response, cap), response
-    finally:
-        if slot is not None:
-            polite.release(slot)  # type: ignore[union-attr]
+                async with session.request(
+                    method,
+                    current,
+                    json=payload if method == "POST" else None,
+                    cookies=params.get("cookies") if own_host else None,
+                    headers=headers,
+                    proxy=proxy,
+                    ssl=verify,
+                    timeout=_timeout(settings.request_timeout_seconds),
+                    allow_redirects=False,
+                ) as response:
+                    location = response.headers.get("Location")
+                    if response.status in _REDIRECTS and location is not None:
+                        target = _redirect_target(current, location)
+                        # As browsers do: 303, and 301/302 after a POST, go on as a GET.
+                        if response.status == 303 or (
+                            method == "POST" and response.status in (301, 302)
+                        ):
+                            method = "GET"
+                    else:
+                        return await _read_answer(context, response, proxy, conditional)
+        finally:
+            if slot is not None:
+                polite.release(slot)  # type: ignore[union-attr]
+        hops += 1
+        if hops > settings.max_redirects:
+            raise TooManyRedirectsError(
+                f"more than {settings.max_redirects} redirects (the last to {redact(str(target))})"
+            )
+        await _gate_hop(context, params, target, proxy=proxy, verify_tls=verify)
+        current = target
+
+
+async def _read_answer(
+    context: Context,
+    response: aiohttp.ClientResponse,
+    proxy: str | None,
+    conditional: dict[str, str] | None,
+) -> tuple[bytes, aiohttp.ClientResponse]:
+    """The body of a final (not redirecting) answer, or the error its status means."""
+    settings = context.settings
+    if conditional and response.status == NOT_MODIFIED:
+        return b"", response
+    kind = status_kind(response.status, settings.retry, via_proxy=proxy is not None)
+    if kind is not None:
+        raise HttpStatusError(
+            response.status,
+            kind=kind,
+            retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
+        )
+    cap = settings.max_body_bytes
+    declared = response.content_length
+    if declared is not None and declared <= cap and "Content-Encoding" not in response.headers:
+        # The common case, read without another coroutine frame: no encoding, so
+        # Content-Length is the decoded size.
+        return await response.read(), response
+    return await _read_capped(response, cap), response
+
+
+def _redirect_target(current: URL, location: str) -> URL:
+    """Where `Location` sends a request to `current`, resolved as a browser resolves it.
+
+    Raises:
+        RedirectRefusedError: naming the hop when it is no http(s) URL (`file:`, `ftp:`, ...).
+    """
+    resolved = resolve_link(str(current), location)
+    if resolved is None:
+        raise RedirectRefusedError(f"redirect to {redact(location)!r}: not an http(s) URL")
+    return request_url(resolved)
+
+
+async def _gate_hop(
+    context: Context, params: dict[str, Any], target: URL, *, proxy: str | None, verify_tls: bool
+) -> None:
+    """Refuse a redirect hop before it is sent: out of a crawl task's scope, or disallowed by
+    robots.txt of its host (fetched and cached as for any host).
+
+    Raises:
+        RedirectRefusedError: the crawl's scope or patterns refuse the hop.
+        DisallowedError: robots.txt of the hop's host disallows it.
+        RobotsUnavailableError: that robots.txt cannot be read (transient).
+    """
+    where = f"redirect to {redact(str(target))}"
+    try:
+        reason = redirect_refusal(params, str(target), target.raw_host or "")
+    except ValueError as exc:
+        reason = str(exc)
+    if reason is not None:
+        raise RedirectRefusedError(f"{where}: {reason}")
+    if context.polite is not None and context.session is not None:
+        try:
+            await context.polite.check(context.session, target, proxy=proxy, verify_tls=verify_tls)
+        except (DisallowedError, RobotsUnavailableError) as exc:
+            raise type(exc)(f"{where}: {exc}") from None
 
 
 def _check_params(params: dict[str, Any]) -> URL:

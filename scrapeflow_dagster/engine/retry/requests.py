@@ -48,6 +48,8 @@ def as_scrape_error(exc: BaseException, *, via_proxy: bool) -> ScrapeError:
     # A bad certificate or TLS handshake does not heal by retrying: permanent.
     permanent = (
         aiohttp.TooManyRedirects,
+        aiohttp.RedirectClientError,  # to a non-http(s) or invalid URL (robots.txt's redirects)
+        aiohttp.NonHttpUrlClientError,
         aiohttp.InvalidURL,
         aiohttp.ClientConnectorCertificateError,
         aiohttp.ClientSSLError,

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import aiohttp
 
+from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.results import StepResult
@@ -41,6 +42,8 @@ class Context(NamedTuple):
     settings: ScrapeSettings = ScrapeSettings()
     # robots.txt and per-host limits (None: requests go out unchecked, as scrapeflow's did).
     polite: Politeness | None = None
+    # Keeps a public task's requests out of internal networks (None: no guard).
+    guard: AddressGuard | None = None
 
 
 ExecutorOutput = dict[str, Any]

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.polite.addresses import AddressGuard, GuardedResolver
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
 from scrapeflow_dagster.engine.proxies import ProxyProvider
@@ -93,9 +94,17 @@ async def _session_for(
     if session is not None:
         yield session
         return
-    # The connector's per-host limit backs up the politeness gate (0: none, for both).
+    # The connector's per-host limit backs up the politeness gate (0: none, for both). With
+    # the address guard, names are resolved (and checked) for every new connection: a cached
+    # answer would skip the check, and a name may resolve elsewhere the next time.
+    guarded = (
+        {"resolver": GuardedResolver(), "use_dns_cache": False} if settings.address_guard else {}
+    )
     connector = aiohttp.TCPConnector(
-        limit=parallelism, limit_per_host=settings.polite.max_per_host, ssl=settings.verify_tls
+        limit=parallelism,
+        limit_per_host=settings.polite.max_per_host,
+        ssl=settings.verify_tls,
+        **guarded,  # type: ignore[arg-type]
     )
     # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
     # come from its params.
@@ -179,6 +188,7 @@ async def execute_async(
             proxy_provider=proxy_provider,
             settings=settings,
             polite=polite,
+            guard=AddressGuard(enabled=settings.address_guard, allowed=settings.allowed_networks),
         )
         locks = TaskLocks(directory)
         runner = Runner(

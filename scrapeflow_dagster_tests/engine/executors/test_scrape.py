@@ -198,7 +198,7 @@ async def test_redirect_loop_is_permanent(
 ) -> None:
     status = await scrape_one(tmp_path, site.url("/redirect-loop"), settings=settings)
 
-    assert status["scrape_status"].startswith("ERROR ScrapeError::TooManyRedirects")
+    assert status["scrape_status"].startswith("ERROR TooManyRedirectsError::more than 10 redirects")
     assert status["scrape_error_kind"] == "permanent"
     assert status["scrape_attempts"] == 1
 
