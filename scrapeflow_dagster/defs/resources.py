@@ -8,6 +8,7 @@ from typing import Literal, get_args
 import dagster as dg
 from pydantic import Field
 
+from scrapeflow_dagster.engine.polite.addresses import parse_networks
 from scrapeflow_dagster.engine.proxies import (
     ProxyProvider,
     ProxyProviderFromDict,
@@ -67,6 +68,13 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     max_per_host: int = _POLITE.max_per_host
     # Between request starts at one host.
     per_host_delay_seconds: float = _POLITE.per_host_delay_seconds
+    # Redirect hops followed per request (each passes robots.txt, host limits and scope).
+    max_redirects: int = _SETTINGS.max_redirects
+    # A task whose URL is public never reaches a loopback, private, link-local, multicast or
+    # reserved address (resolved IP, checked at connect time); false turns the guard off.
+    address_guard: bool = _SETTINGS.address_guard
+    # Networks the guard lets public tasks reach anyway (CIDR, e.g. "10.1.0.0/16").
+    address_guard_allow: list[str] = Field(default_factory=list)
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -85,6 +93,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 "max_body_bytes",
             ),
             not_negative=(
+                "max_redirects",
                 "max_proxy_attempts",
                 "backoff_base_seconds",
                 "backoff_max_seconds",
@@ -96,6 +105,9 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             max_body_bytes=self.max_body_bytes,
             verify_tls=self.verify_tls,
             user_agent=self.user_agent,
+            max_redirects=self.max_redirects,
+            address_guard=self.address_guard,
+            allowed_networks=_networks(self.address_guard_allow),
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,
                 max_proxy_attempts=self.max_proxy_attempts,
@@ -111,6 +123,19 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 per_host_delay_seconds=self.per_host_delay_seconds,
             ),
         )
+
+
+def _networks(texts: Sequence[str]) -> tuple[str, ...]:
+    """`address_guard_allow`, checked.
+
+    Raises:
+        ValueError: naming the field and the entry that is no network.
+    """
+    try:
+        parse_networks(texts)
+    except ValueError as exc:
+        raise ValueError(f"address_guard_allow: {exc}") from None
+    return tuple(texts)
 
 
 class StatusStoreResource(dg.ConfigurableResource):

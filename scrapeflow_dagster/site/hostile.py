@@ -8,6 +8,7 @@
     /hostile/r/chain/5     five 302 hops, then /hostile/landed (a page)
     /hostile/r/internal    302 to the site's `internal_url` (default: its own /hostile/landed),
                            an address a public page must not lead to
+    /hostile/r/to?url=U    302 to U (not linked: for tests that pick the target)
     /hostile/huge          300 MiB of body, streamed
     /hostile/bomb          1 KiB on the wire that gzip-inflates to 256 MiB
     /hostile/deep/a/...    an endless path: each page links one level deeper
@@ -76,6 +77,8 @@ class Hostile:
             "loop": "/hostile/r/loop",
             "internal": self.internal_url or "/hostile/landed",
         }
+        if case == "to" and "url" in request.query:
+            raise web.HTTPFound(request.query["url"])
         if case.startswith("chain/"):
             left = int(case.removeprefix("chain/"))
             raise web.HTTPFound(f"/hostile/r/chain/{left - 1}" if left > 0 else "/hostile/landed")

@@ -25,6 +25,7 @@ from scrapeflow_dagster.engine.errors import (
     ScrapeError,
     TooManyRedirectsError,
 )
+from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.redact import proxy_host, redact
 from scrapeflow_dagster.engine.retry.requests import (
     as_scrape_error,
@@ -82,6 +83,7 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 async def _request_once(
     context: Context,
+    route: "_Route",
     url: URL,
     params: dict[str, Any],
     proxy: str | None,
@@ -94,18 +96,12 @@ async def _request_once(
     Returns:
         The body and the final response (its `url` is the last hop's).
     """
-    session = context.session
-    if session is None:
-        raise RuntimeError("scrape needs an aiohttp session in its context")
+    session = route.session
     settings = context.settings
     payload = params.get("post_payload")
     method = "POST" if payload is not None else "GET"
     # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
     verify = bool(params.get("verify_tls", settings.verify_tls))
-    guard = context.guard
-    task_internal = True
-    if guard is not None and guard.enabled:
-        task_internal = await guard.is_internal_host(url.raw_host or "")
     current, hops = url, 0
     while True:
         # The task's headers and cookies (credentials, often) go to its own host only.
@@ -120,11 +116,7 @@ async def _request_once(
             host = f"{current.host}:{current.port}"  # politeness's `host_of`, without a call
             slot = polite.try_acquire(host) or await polite.acquire(host)
         try:
-            with (
-                guard.guarding(current.raw_host or "", task_internal=task_internal, what=what)
-                if guard is not None
-                else contextlib.nullcontext()
-            ):
+            with route.guarding(current, what):
                 async with session.request(
                     method,
                     current,
@@ -154,7 +146,7 @@ async def _request_once(
             raise TooManyRedirectsError(
                 f"more than {settings.max_redirects} redirects (the last to {redact(str(target))})"
             )
-        await _gate_hop(context, params, target, proxy=proxy, verify_tls=verify)
+        await _gate_hop(context, route, params, target, proxy=proxy, verify_tls=verify)
         current = target
 
 
@@ -197,7 +189,13 @@ def _redirect_target(current: URL, location: str) -> URL:
 
 
 async def _gate_hop(
-    context: Context, params: dict[str, Any], target: URL, *, proxy: str | None, verify_tls: bool
+    context: Context,
+    route: "_Route",
+    params: dict[str, Any],
+    target: URL,
+    *,
+    proxy: str | None,
+    verify_tls: bool,
 ) -> None:
     """Refuse a redirect hop before it is sent: out of a crawl task's scope, or disallowed by
     robots.txt of its host (fetched and cached as for any host).
@@ -214,11 +212,46 @@ async def _gate_hop(
         reason = str(exc)
     if reason is not None:
         raise RedirectRefusedError(f"{where}: {reason}")
-    if context.polite is not None and context.session is not None:
+    if context.polite is not None:
         try:
-            await context.polite.check(context.session, target, proxy=proxy, verify_tls=verify_tls)
+            with route.guarding(target, where):
+                await context.polite.check(
+                    route.session, target, proxy=proxy, verify_tls=verify_tls
+                )
         except (DisallowedError, RobotsUnavailableError) as exc:
             raise type(exc)(f"{where}: {exc}") from None
+
+
+class _Route(NamedTuple):
+    """How one task's requests go out: the session (public tasks get the guarded one) and the
+    guard's check of each request's host."""
+
+    session: aiohttp.ClientSession
+    guard: AddressGuard | None
+    task_internal: bool
+
+    def guarding(self, url: URL, what: str) -> contextlib.AbstractContextManager[None]:
+        """The guard's scope for a request to `url` (nothing to check for an intranet task).
+
+        Raises:
+            AddressRefusedError: `url`'s host is an internal IP literal the task may not reach.
+        """
+        if self.guard is None or self.task_internal:
+            return contextlib.nullcontext()
+        return self.guard.guarding(url.raw_host or "", task_internal=False, what=what)
+
+
+async def _route_of(context: Context, url: URL) -> _Route:
+    """The route of a task whose URL is `url` (see `_Route`)."""
+    session = context.session
+    if session is None:
+        raise RuntimeError("scrape needs an aiohttp session in its context")
+    guard = context.guard if context.guard is not None and context.guard.enabled else None
+    if guard is None:
+        return _Route(session, None, True)
+    if await guard.is_internal_host(url.raw_host or ""):
+        return _Route(session, guard, True)
+    return _Route(guard.session or session, guard, False)
 
 
 def _check_params(params: dict[str, Any]) -> URL:
@@ -266,7 +299,8 @@ async def fetch(
         raise ScrapeError(str(exc)) from None
     provider = context.proxy_provider
     policy = context.settings.retry
-    session, polite = context.session, context.polite
+    polite = context.polite
+    route = await _route_of(context, url)
     verify = bool(params.get("verify_tls", context.settings.verify_tls))
     attempts = target_failures = proxy_failures = 0
     while True:
@@ -276,10 +310,13 @@ async def fetch(
             if provider is not None and proxy is None:
                 # Going direct would expose our address to a site we chose to reach via proxies.
                 raise ProxyError("no healthy proxy left in the pool (not going direct)")
-            if polite is not None and session is not None:
+            if proxy is not None and route.guard is not None:
+                route.guard.exempt.add(URL(proxy).raw_host or "")  # resolved to reach the proxy
+            if polite is not None:
                 # robots.txt is read (once per origin) through this try's proxy, if any.
-                await polite.check(session, url, proxy=proxy, verify_tls=verify)
-            body, response = await _request_once(context, url, params, proxy, conditional)
+                with route.guarding(url, redact(str(url))):
+                    await polite.check(route.session, url, proxy=proxy, verify_tls=verify)
+            body, response = await _request_once(context, route, url, params, proxy, conditional)
             if validate is not None:
                 try:
                     validate(body)

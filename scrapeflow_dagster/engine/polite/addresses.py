@@ -5,15 +5,15 @@ localhost.
 A request whose host is, or resolves to, a loopback, private, link-local, multicast, reserved
 or otherwise non-global address is refused, unless the task's own URL is on such an address
 (intranet task lists and local tests keep working) or the address is in an allowed network.
-Names are checked on the addresses they resolve to when the connection is made (`GuardedResolver`,
-installed on the run's connector with aiohttp's DNS cache off, so a name that resolves to a
-public address first and to an internal one later is still caught); IP literals, which aiohttp
-never resolves, are checked before the request (`AddressGuard.check_literal`).
+Public tasks send every request (robots.txt included) through a session of their own
+(`AddressGuard.session`), whose connector resolves names with `GuardedResolver` and aiohttp's
+DNS cache off: each new connection is checked on the addresses its name resolves to when it is
+made (a name that resolves to a public address first and to an internal one later is still
+caught), and its keep-alive pool never holds a connection an intranet task opened. IP
+literals, which aiohttp never resolves, are checked before the request (`guarding`).
 
 Limits: a request through a proxy is resolved by the proxy (only literals are checked); a
-session you pass to `execute_async` yourself has no guarded resolver (literals only); a pooled
-keep-alive connection to an internal host opened by an intranet task of the same run may be
-reused by a public task's request to that same host.
+session you pass to `execute_async` yourself has no guarded resolver (literals only).
 """
 
 import asyncio
@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
@@ -70,11 +71,10 @@ def _literal(host: str) -> IpAddress | None:
 
 @dataclass(frozen=True)
 class _Scope:
-    """The request in flight in this asyncio task: its host, and what it may reach."""
+    """The request in flight in this asyncio task: its host and how refusals name it."""
 
     host: str
-    guard: "AddressGuard"
-    what: str  # how refusals name the request, e.g. "redirect to http://..."
+    what: str  # e.g. "redirect to http://..."
 
 
 _current: ContextVar[_Scope | None] = ContextVar("scrapeflow_address_scope", default=None)
@@ -87,6 +87,10 @@ class AddressGuard:
         self.enabled = enabled
         self.allowed = parse_networks(allowed)
         self._internal_hosts: dict[str, bool] = {}
+        # Set by the run: the session public tasks use (its connector resolves with the guard).
+        self.session: aiohttp.ClientSession | None = None
+        # Proxy hosts: resolved for the connection to the proxy, never checked.
+        self.exempt: set[str] = set()
 
     def _refusal(self, address: IpAddress) -> str | None:
         kind = internal_kind(address)
@@ -115,7 +119,8 @@ class AddressGuard:
 
     @contextlib.contextmanager
     def guarding(self, host: str, *, task_internal: bool, what: str) -> Iterator[None]:
-        """Check a request to `host` (by `what`): a literal now, a name when it is resolved.
+        """Check a request to `host` (named `what` in refusals): a literal now, a name when
+        the guarded session resolves it.
 
         Raises:
             AddressRefusedError: `host` is an internal IP literal the task may not reach.
@@ -131,7 +136,7 @@ class AddressGuard:
                     f"{what}: {literal} is a {kind} address, refused for a task whose URL is "
                     "public (address guard)"
                 )
-        token = _current.set(_Scope(host, self, what))
+        token = _current.set(_Scope(host, what))
         try:
             yield
         finally:
@@ -163,20 +168,22 @@ class AddressGuard:
 
 
 class GuardedResolver(AbstractResolver):
-    """aiohttp's default resolver, with the addresses of a guarded request's host filtered by
-    its guard (names resolved for anything else, such as a proxy, are left alone)."""
+    """aiohttp's default resolver, with every answer filtered by `guard` (proxy hosts, which
+    the guard exempts, are left alone)."""
 
-    def __init__(self) -> None:
+    def __init__(self, guard: AddressGuard) -> None:
         self._inner = DefaultResolver()
+        self._guard = guard
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
-        scope = _current.get()
-        if scope is None or scope.host != host:
+        if host in self._guard.exempt:
             return results
-        return scope.guard.filter_resolved(host, results, scope.what)
+        scope = _current.get()
+        what = scope.what if scope is not None and scope.host == host else host
+        return self._guard.filter_resolved(host, results, what)
 
     async def close(self) -> None:
         await self._inner.close()

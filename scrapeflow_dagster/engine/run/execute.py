@@ -94,20 +94,37 @@ async def _session_for(
     if session is not None:
         yield session
         return
-    # The connector's per-host limit backs up the politeness gate (0: none, for both). With
-    # the address guard, names are resolved (and checked) for every new connection: a cached
-    # answer would skip the check, and a name may resolve elsewhere the next time.
-    guarded = (
-        {"resolver": GuardedResolver(), "use_dns_cache": False} if settings.address_guard else {}
+    # The connector's per-host limit backs up the politeness gate (0: none, for both).
+    connector = aiohttp.TCPConnector(
+        limit=parallelism, limit_per_host=settings.polite.max_per_host, ssl=settings.verify_tls
     )
+    # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
+    # come from its params.
+    async with aiohttp.ClientSession(
+        connector=connector,
+        headers={"User-Agent": settings.user_agent},
+        cookie_jar=aiohttp.DummyCookieJar(),
+    ) as own:
+        yield own
+
+
+@asynccontextmanager
+async def _guarded_session(
+    guard: AddressGuard, parallelism: int, settings: ScrapeSettings
+) -> AsyncIterator[aiohttp.ClientSession | None]:
+    """The session of public tasks when the guard is on (None otherwise): names resolved and
+    checked for every new connection (a cached answer would skip the check, and a name may
+    resolve elsewhere the next time), its pool apart from the intranet tasks' connections."""
+    if not guard.enabled:
+        yield None
+        return
     connector = aiohttp.TCPConnector(
         limit=parallelism,
         limit_per_host=settings.polite.max_per_host,
         ssl=settings.verify_tls,
-        **guarded,  # type: ignore[arg-type]
+        resolver=GuardedResolver(guard),
+        use_dns_cache=False,
     )
-    # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
-    # come from its params.
     async with aiohttp.ClientSession(
         connector=connector,
         headers={"User-Agent": settings.user_agent},
@@ -168,7 +185,12 @@ async def execute_async(
     parallelism = max(1, max_parallelism or DEFAULT_MAX_PARALLELISM)
     settings = settings or ScrapeSettings()
     succeeded: list[str] = []
-    async with _session_for(session, parallelism, settings) as live_session:
+    guard = AddressGuard(enabled=settings.address_guard, allowed=settings.allowed_networks)
+    async with (
+        _session_for(session, parallelism, settings) as live_session,
+        _guarded_session(guard, parallelism, settings) as guarded,
+    ):
+        guard.session = guarded
         if proxy_provider is not None:
             await proxy_provider.load(live_session)
         timeout_seconds = timeout if timeout is not None else DEFAULT_TIMEOUT_SECONDS
@@ -188,7 +210,7 @@ async def execute_async(
             proxy_provider=proxy_provider,
             settings=settings,
             polite=polite,
-            guard=AddressGuard(enabled=settings.address_guard, allowed=settings.allowed_networks),
+            guard=guard,
         )
         locks = TaskLocks(directory)
         runner = Runner(
