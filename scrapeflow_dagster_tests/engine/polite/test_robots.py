@@ -1,6 +1,7 @@
 """robots.txt against the bundled site: disallowed URLs are never requested nor retried, the file
 is read once per origin and cached across runs, Crawl-delay spaces the requests."""
 
+import asyncio
 import dataclasses
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -203,3 +204,30 @@ async def test_per_host_delay_spaces_the_requests_too(tmp_path: Path) -> None:
         assert len(await run(tmp_path, urls, per_host_delay_seconds=1.0)) == 3
         seen = await requests_seen(site)
     assert seen["max_in_flight"] == {f"127.0.0.1:{site.port}": 1}
+
+
+async def test_a_redirect_to_another_host_takes_that_hosts_slots_and_its_robots_txt(
+    tmp_path: Path,
+) -> None:
+    # Two runs at once (two sessions: each connector alone would allow 2 per host), twelve
+    # tasks each on 127.0.0.1, redirected to slow pages on localhost (another host to a
+    # crawler): localhost's limit of 2 holds for the hops of both, and its robots.txt is read.
+    async with LocalSite(pages=1) as site:
+        other = site.url("").replace("127.0.0.1", "localhost").rstrip("/")
+
+        def tasks(run_name: str) -> dict[str, dict[str, Any]]:
+            return {
+                f"{run_name}{n}": {
+                    "url": site.url(f"/hostile/r/to?url={other}/slow/0.3?n={run_name}{n}")
+                }
+                for n in range(6)
+            }
+
+        done = await asyncio.gather(
+            run(tmp_path, tasks("a"), max_per_host=2), run(tmp_path, tasks("b"), max_per_host=2)
+        )
+        assert [len(keys) for keys in done] == [6, 6]
+        seen = await requests_seen(site)
+    assert seen["max_in_flight"][f"localhost:{site.port}"] == 2
+    assert seen["paths"]["/robots.txt"] == 2  # one per host, shared by the runs
+    assert seen["paths"]["/slow/0.3"] == 12
