@@ -12,11 +12,14 @@
     /hostile/huge          300 MiB of body, streamed
     /hostile/bomb          1 KiB on the wire that gzip-inflates to 256 MiB
     /hostile/deep/a/...    an endless path: each page links one level deeper
+    /hostile/trickle       a 200 whose body comes a byte every 0.2 s for a minute (not linked:
+                           a crawl would wait out its request timeout and retries)
 
 `/hostile/landed` names the Host it was asked under; `GET /control/requests` counts what each
 path got.
 """
 
+import asyncio
 import functools
 import zlib
 
@@ -111,6 +114,17 @@ class Hostile:
             headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
         )
 
+    async def trickle(self, request: web.Request) -> web.StreamResponse:
+        """A body a byte at a time, 0.2 s apart, for 60 s."""
+        response = web.StreamResponse(headers={"Content-Type": "text/html"})
+        response.content_length = 300
+        await response.prepare(request)
+        for _ in range(300):
+            await response.write(b"x")
+            await asyncio.sleep(0.2)
+        await response.write_eof()
+        return response
+
     async def deep(self, request: web.Request) -> web.Response:
         """An endless path: `/hostile/deep/a/a` links `/hostile/deep/a/a/a`."""
         return web.Response(
@@ -128,4 +142,5 @@ class Hostile:
             web.get("/hostile/huge", self.huge),
             web.get("/hostile/bomb", self.bomb),
             web.get("/hostile/deep/{rest:.+}", self.deep),
+            web.get("/hostile/trickle", self.trickle),
         ]

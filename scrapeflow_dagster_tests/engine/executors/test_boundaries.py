@@ -227,3 +227,19 @@ def test_line_length_boundary(tmp_path: Path) -> None:
     assert items[1].message == f"line is longer than {MAX_LINE_BYTES} bytes"
     assert isinstance(items[2], TaskSpec)
     assert items[2].params == {"url": "http://example.com/after"}
+
+
+async def test_a_trickling_body_ends_with_the_request_timeout(tmp_path: Path) -> None:
+    async with LocalSite(pages=1) as site:
+        started = asyncio.get_running_loop().time()
+        done = await execute_async(
+            [scrape],
+            tmp_path,
+            {"t": {"url": site.url("/hostile/trickle")}},
+            settings=ScrapeSettings(request_timeout_seconds=1.0),
+        )
+        took = asyncio.get_running_loop().time() - started
+    status = load_status(tmp_path, "t")
+    assert done == [] and status is not None
+    assert status["scrape_status"] == "ERROR TransientError::TimeoutError: request timed out"
+    assert took < 30  # the body would take 60 s
