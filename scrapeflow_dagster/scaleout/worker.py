@@ -3,7 +3,8 @@ Celery executor, from the broker the run side uses.
 
 What a worker needs, on any machine: this package installed (the code location importable),
 `SCRAPEFLOW_DATA_DIR` on storage every worker mounts, and the broker's URL; the Dagster
-instance (Postgres) comes with each task. `scrapeflow worker` calls `run_worker`; tests and
+instance (Postgres) comes with each task. `scrapeflow worker` becomes the worker (`run_worker`
+replaces the process with Celery's, so signals reach it); tests and
 benchmarks start workers in the background with `start_worker`.
 """
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NoReturn
 
 from scrapeflow_dagster.scaleout.celery import (
     CELERY_BACKEND_ENV,
@@ -125,8 +127,19 @@ def run_worker(
     name: str | None = None,
     backend: str | None = None,
     loglevel: str = "INFO",
-) -> int:
-    """Run a worker in the foreground until it is stopped (Ctrl-C: warm shutdown, its running
-    step finishes or goes back to the queue); returns its exit code."""
+) -> NoReturn:
+    """Become the worker: this process is replaced by `celery worker` (same pid), so every
+    signal a supervisor or a terminal sends reaches Celery itself. SIGTERM or SIGINT (Ctrl-C):
+    warm shutdown, the running step finishes; a second one: cold shutdown, the step is
+    abandoned and the broker delivers it again after the visibility timeout. No process of the
+    worker outlives it (Celery stops its pool).
+
+    Raises:
+        ValueError: naming the broker or the concurrency when they are not usable.
+        OSError: when the interpreter cannot be executed.
+    """
     command = worker_command(concurrency=concurrency, name=name, loglevel=loglevel)
-    return subprocess.call(command, env=worker_env(broker, backend=backend))
+    env = worker_env(broker, backend=backend)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(command[0], command, env)
