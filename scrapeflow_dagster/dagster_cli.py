@@ -1,14 +1,13 @@
 """The `dagster` command line the demo runs, and tests and benchmarks run as users would."""
 
 import json
-import os
 import sys
 
+from scrapeflow_dagster.scaleout.broker import CELERY_BROKER_ENV, configured_broker
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 DEFINITIONS_MODULE = "scrapeflow_dagster.definitions"
-# Set when runs go to Celery workers (`scaleout.celery`): no in-process choice there.
-CELERY_BROKER_ENV = "SCRAPEFLOW_CELERY_BROKER"
+__all__ = ["CELERY_BROKER_ENV", "DEFINITIONS_MODULE", "materialize_range_command"]
 IN_PROCESS = {"config": {"in_process": {}}}
 
 
@@ -30,7 +29,7 @@ def single_step_config(
     """
     if (
         module != DEFINITIONS_MODULE
-        or os.environ.get(CELERY_BROKER_ENV)
+        or configured_broker() is not None  # runs go to Celery workers: no in-process choice
         or not one_shard_run(tasks)
     ):
         return config_json

@@ -1,14 +1,20 @@
 """Deployment commands: `scrapeflow home init` (the Dagster home's dagster.yaml: embedded SQLite,
-or Postgres; with `--celery-broker` the `.env` line that makes runs use Celery workers) and
-`scrapeflow worker` (a Celery worker for this code location)."""
+or Postgres; with `--celery-broker` the broker recorded in the home, so every run against it
+uses Celery workers, whatever folder it starts in) and `scrapeflow worker` (a Celery worker for
+this code location)."""
 
 import argparse
 import os
 from pathlib import Path
 
 from scrapeflow_dagster.cli import common
-from scrapeflow_dagster.dagster_cli import CELERY_BROKER_ENV
 from scrapeflow_dagster.engine.redact import redact
+from scrapeflow_dagster.scaleout.broker import (
+    CELERY_BROKER_ENV,
+    dagster_home,
+    record_broker,
+    recorded_broker,
+)
 
 
 def _positive(text: str) -> int:
@@ -44,8 +50,8 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         "--celery-broker",
         metavar="URL",
         help="with --postgres: run steps (shards) on Celery workers through this Redis broker,"
-        " e.g. redis://host:6379/0; written as SCRAPEFLOW_CELERY_BROKER to ./.env, which the"
-        " dagster commands load from the folder they run in",
+        " e.g. redis://host:6379/0; recorded in the home ($DAGSTER_HOME/scrapeflow.json): every"
+        " run against this home uses it, from any folder",
     )
     init.add_argument("--force", action="store_true", help="replace a different dagster.yaml")
     init.set_defaults(func=cmd_home_init)
@@ -58,11 +64,10 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     worker.add_argument(
         "--broker",
         metavar="URL",
-        # Looked up in `cmd_worker`: ./.env is read for this command alone, not for every one.
         default=None,
         help=(
             "the Redis broker, e.g. redis://host:6379/0 (default $SCRAPEFLOW_CELERY_BROKER, "
-            "else that line of ./.env, where `home init --celery-broker` writes it)"
+            "else the one the Dagster home records: `home init --celery-broker`)"
         ),
     )
     worker.add_argument(
@@ -88,9 +93,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Run a Celery worker in the foreground (run it from the project folder, with
     `SCRAPEFLOW_DATA_DIR` on storage every worker mounts); returns its exit code."""
     if not args.broker:
-        args.broker = os.environ.get(CELERY_BROKER_ENV) or _from_dotenv(CELERY_BROKER_ENV)
+        home = dagster_home()
+        args.broker = os.environ.get(CELERY_BROKER_ENV) or (
+            recorded_broker(home) if home is not None else None
+        )
     if not args.broker:
-        raise common.UsageError("worker: no broker (--broker URL or $SCRAPEFLOW_CELERY_BROKER)")
+        raise common.UsageError(
+            "worker: no broker (--broker URL, $SCRAPEFLOW_CELERY_BROKER, or a Dagster home "
+            "that records one)"
+        )
     if not args.broker.startswith(("redis://", "rediss://")):
         raise common.UsageError(
             f"--broker {redact(args.broker)!r}: only Redis brokers (redis://HOST:PORT/DB)"
@@ -143,14 +154,15 @@ def cmd_home_init(args: argparse.Namespace) -> int:
     storage = "Postgres (runs, events, schedules)" if url else "embedded SQLite"
     print(f"Dagster home ready ({storage}): {home / 'dagster.yaml'}")
     print(f"export DAGSTER_HOME={home}")
+    record = record_broker(home, args.celery_broker)
     if args.celery_broker is not None:
-        env_file = write_env_line(Path(".env"), CELERY_BROKER_ENV, args.celery_broker)
-        print(f"Celery executor: {CELERY_BROKER_ENV} written to {env_file.resolve()};")
-        print("start workers with `scrapeflow worker` (from this folder) on every machine")
-    elif _from_dotenv(CELERY_BROKER_ENV) is not None:
-        # A home without Celery: a broker line left in ./.env would still send steps to it.
+        print(f"Celery executor: the broker is recorded in {record}: runs against this home")
+        print("use Celery workers; start them with `scrapeflow worker` on every machine")
+    if _from_dotenv(CELERY_BROKER_ENV) is not None:
+        # Written there by earlier versions: it would send the steps of runs against any home
+        # started in this folder to the broker.
         write_env_line(Path(".env"), CELERY_BROKER_ENV, None)
-        print(f"{CELERY_BROKER_ENV} removed from {Path('.env').resolve()}: runs stay on this host")
+        print(f"{CELERY_BROKER_ENV} removed from {Path('.env').resolve()}: the home decides now")
     return 0
 
 

@@ -20,10 +20,11 @@ from typing import IO, Any
 
 import dagster as dg
 
-from scrapeflow_dagster.dagster_cli import CELERY_BROKER_ENV, DEFINITIONS_MODULE
+from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import ScrapeSettingsResource
 from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.scaleout.broker import configured_broker
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -71,7 +72,7 @@ class LocationRuns:
         """Whether a run of `tasks` tasks executes in this process (see the module's doc)."""
         return (
             self.module == DEFINITIONS_MODULE
-            and not os.environ.get(CELERY_BROKER_ENV)
+            and configured_broker() is None
             and one_shard_run(tasks)
         )
 

@@ -6,7 +6,6 @@ is configured when the definitions load: `SCRAPEFLOW_SHARDS`, unset or 0 meaning
 Unsharded (one step per asset) with `SCRAPEFLOW_SHARDS=1` or on a one-core machine.
 """
 
-import os
 from collections.abc import Callable, Sequence
 
 import dagster as dg
@@ -16,7 +15,7 @@ from scrapeflow_dagster.engine.executor import Executor
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.executors.validation import validation
-from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
+from scrapeflow_dagster.scaleout.broker import configured_broker
 from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
 from scrapeflow_dagster.scaleout.sizing import configured_shards
 
@@ -25,7 +24,7 @@ AssetFactory = Callable[..., dg.AssetsDefinition]
 
 def sharding_requested() -> bool:
     """Whether this deployment shards its executor assets (see the module docstring)."""
-    return bool(os.environ.get(CELERY_BROKER_ENV)) or configured_shards() > 1
+    return configured_broker() is not None or configured_shards() > 1
 
 
 def build_executor_assets(make: AssetFactory = executor_asset) -> list[dg.AssetsDefinition]:

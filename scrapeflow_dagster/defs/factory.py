@@ -1,7 +1,6 @@
 """`scrapeflow_definitions`: the whole code location from a list of executor assets, so the
 sensors, the schedule and the checks cover the executors you add."""
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ from scrapeflow_dagster.defs.schedules import build_refresh_schedule
 from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
 from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
-from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
+from scrapeflow_dagster.scaleout.broker import configured_broker
 from scrapeflow_dagster.scaleout.local import takes_in_process_config
 from scrapeflow_dagster.scaleout.sharded_asset import sharded_chain_asset
 from scrapeflow_dagster.scaleout.shards import (
@@ -70,7 +69,7 @@ def scrapeflow_definitions(
     """
     # On Dagster's default executor a run may pick its in-process mode (small runs); another
     # executor (Celery, yours) may not know that config.
-    local = takes_in_process_config(executor) and not os.environ.get(CELERY_BROKER_ENV)
+    local = takes_in_process_config(executor) and configured_broker() is None
     return dg.Definitions(
         assets=[executor_chain(executor_assets), crawl_report, *assets],
         sensors=[

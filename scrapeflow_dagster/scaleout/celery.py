@@ -12,7 +12,8 @@ from typing import Any
 
 import dagster as dg
 
-CELERY_BROKER_ENV = "SCRAPEFLOW_CELERY_BROKER"
+from scrapeflow_dagster.scaleout.broker import CELERY_BROKER_ENV, configured_broker
+
 CELERY_BACKEND_ENV = "SCRAPEFLOW_CELERY_BACKEND"  # default: the broker (Redis keeps results too)
 VISIBILITY_TIMEOUT_ENV = "SCRAPEFLOW_CELERY_VISIBILITY_TIMEOUT_SECONDS"
 # A task taken by a worker that died (kill -9, lost machine) goes back to the queue after this
@@ -102,14 +103,22 @@ def celery_executor_config() -> dict[str, Any]:
 
 
 def executor_from_env() -> dg.ExecutorDefinition | None:
-    """Dagster's Celery executor when `SCRAPEFLOW_CELERY_BROKER` is set, else None (Dagster's
-    default: the multiprocess executor, one process per step on this machine).
+    """Dagster's Celery executor when the Dagster home records a broker (or
+    `SCRAPEFLOW_CELERY_BROKER` names one), else None (Dagster's default: the multiprocess
+    executor, one process per step on this machine).
 
     Requires a Dagster home whose storage every worker reaches (Postgres), and the data dir on
     storage every worker mounts (shard plans and reports, status files, the DuckDB spool).
+
+    Raises:
+        CeleryHomeError: naming the home when a broker is set for a SQLite home.
     """
-    if not os.environ.get(CELERY_BROKER_ENV):
+    broker = configured_broker()
+    if broker is None:
         return None
+    # The executor reads the broker from the environment at run time (never stored with the
+    # job snapshot): a broker the home records is put there for this process and its steps.
+    os.environ.setdefault(CELERY_BROKER_ENV, broker)
     from dagster_celery import celery_executor
 
     return celery_executor.configured(celery_executor_config(), name="scrapeflow_celery")

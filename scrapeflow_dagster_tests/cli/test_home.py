@@ -8,6 +8,7 @@ from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
+from scrapeflow_dagster.scaleout.broker import HOME_RECORD, record_broker, recorded_broker
 from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
 from scrapeflow_dagster_tests.cli.helpers import Run, add_through_the_cli
 from scrapeflow_dagster_tests.support.postgres import (  # noqa: F401
@@ -102,23 +103,26 @@ def test_home_init_celery_broker_needs_postgres_and_a_redis_url(
     assert not (tmp_path / ".env").exists()
 
 
-def test_home_init_celery_broker_writes_the_env_line_the_dagster_commands_load(
+def test_home_init_celery_broker_records_the_broker_in_the_home_not_in_the_folder(
     run_command: Run,
+    dagster_home: Path,
     tmp_path: Path,
     postgres: PostgresServer,  # noqa: F811
 ) -> None:
+    # An earlier version wrote the broker to ./.env: the line goes, the home decides.
     (tmp_path / ".env").write_text("OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=redis://old:6379/0\n")
     url = postgres.database("home_init_celery")
 
     done = run_command(
         "scrapeflow", "home", "init", "--force", "--postgres", url,
-        "--celery-broker", "redis://127.0.0.1:6379/5",
+        "--celery-broker", "redis://:s3cret@127.0.0.1:6379/5",
     )  # fmt: skip
 
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / ".env").read_text() == (
-        "OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=redis://127.0.0.1:6379/5\n"
-    )
+    assert recorded_broker(dagster_home) == "redis://:s3cret@127.0.0.1:6379/5"
+    assert (dagster_home / HOME_RECORD).stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / ".env").read_text() == "OTHER=kept\n"
+    assert "s3cret" not in done.stdout + done.stderr
 
 
 def test_a_home_whose_url_holds_a_password_is_readable_by_its_owner_only(
@@ -130,18 +134,17 @@ def test_a_home_whose_url_holds_a_password_is_readable_by_its_owner_only(
     assert (dagster_home / "dagster.yaml").stat().st_mode & 0o777 == 0o600
 
 
-def test_the_worker_and_a_later_home_init_read_the_broker_line_of_dot_env(
-    run_command: Run, tmp_path: Path
+def test_the_worker_takes_the_broker_the_home_records(
+    run_command: Run, dagster_home: Path, tmp_path: Path
 ) -> None:
     no_broker = run_command("scrapeflow", "worker")
-    (tmp_path / ".env").write_text("OTHER=kept\nSCRAPEFLOW_CELERY_BROKER=amqp://me@mq//\n")
+    (tmp_path / ".env").write_text("SCRAPEFLOW_CELERY_BROKER=redis://127.0.0.1:6379/0\n")
+    still_none = run_command("scrapeflow", "worker")  # a .env line is not the home's broker
+    record_broker(dagster_home, "amqp://me:s3cret@mq//")
 
-    from_dotenv = run_command("scrapeflow", "worker")
-    embedded = run_command("scrapeflow", "home", "init", "--force")
+    from_home = run_command("scrapeflow", "worker")
 
     assert no_broker.returncode == 2 and "worker: no broker" in no_broker.stderr
-    # The broker came from ./.env (refused only for being AMQP).
-    assert from_dotenv.returncode == 2 and "'amqp://***@mq//': only Redis" in from_dotenv.stderr
-    assert embedded.returncode == 0, embedded.stderr
-    assert "SCRAPEFLOW_CELERY_BROKER removed from" in embedded.stdout
-    assert (tmp_path / ".env").read_text() == "OTHER=kept\n"
+    assert still_none.returncode == 2 and "worker: no broker" in still_none.stderr
+    # The broker came from the home (refused only for being AMQP), its password never shown.
+    assert from_home.returncode == 2 and "'amqp://***@mq//': only Redis" in from_home.stderr

@@ -1,14 +1,18 @@
 """The shipped code location shards its executor assets on a machine with several cores unless
-`SCRAPEFLOW_SHARDS=1`, and runs steps on Celery when the environment names a broker when the
-definitions load."""
+`SCRAPEFLOW_SHARDS=1`, and runs steps on Celery when the Dagster home records a broker (or the
+environment names one) when the definitions load; a broker for a SQLite home is refused, naming
+the home."""
 
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from scrapeflow_dagster.instance import dagster_yaml
+from scrapeflow_dagster.scaleout.broker import record_broker
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 
 PROBE = """
@@ -30,9 +34,13 @@ print(json.dumps({
 """
 
 
-def load(**env: str) -> dict:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPEFLOW_")}
-    done = subprocess.run(
+def probe(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SCRAPEFLOW_") and k != "DAGSTER_HOME"
+    }
+    return subprocess.run(
         [sys.executable, "-c", PROBE],
         env={**clean, **env},
         cwd=REPO_ROOT,
@@ -40,6 +48,10 @@ def load(**env: str) -> dict:
         text=True,
         timeout=120,
     )
+
+
+def load(**env: str) -> dict:
+    done = probe(**env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -79,3 +91,23 @@ def test_sharding_and_celery_follow_the_environment(
         assert "scrapeflow_dagster.definitions" in forkserver["preload_modules"]
     # Present either way (unused when unsharded): user chains may mix both kinds of asset.
     assert {"shard_settings", "shard_io_manager"} <= set(found["resources"])
+
+
+def test_the_executor_follows_the_home_not_the_folder(tmp_path: Path) -> None:
+    shared = tmp_path / "shared-home"
+    shared.mkdir()
+    (shared / "dagster.yaml").write_text(
+        "storage:\n  postgres:\n    postgres_url: postgresql+psycopg2://postgres@127.0.0.1/x\n"
+    )
+    record_broker(shared, "redis://127.0.0.1:6379/9")
+    embedded = tmp_path / "embedded-home"
+    embedded.mkdir()
+    (embedded / "dagster.yaml").write_text(dagster_yaml(embedded))
+
+    # The home that records a broker runs on Celery; another home, from the same folder, not.
+    assert load(DAGSTER_HOME=str(shared))["executor"] == "scrapeflow_celery"
+    assert load(DAGSTER_HOME=str(embedded), SCRAPEFLOW_SHARDS="1")["executor"] == LOCAL
+    # A broker left in the environment (a .env line) for a SQLite home is refused by name.
+    refused = probe(DAGSTER_HOME=str(embedded), SCRAPEFLOW_CELERY_BROKER="redis://127.0.0.1:6379/9")
+    assert refused.returncode != 0
+    assert f"the Dagster home {embedded} keeps runs and events in SQLite" in refused.stderr
