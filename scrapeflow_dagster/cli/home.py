@@ -12,6 +12,7 @@ from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.scaleout.broker import (
     CELERY_BROKER_ENV,
     dagster_home,
+    missing_extra,
     record_broker,
     recorded_broker,
 )
@@ -107,6 +108,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
             f"--broker {redact(args.broker)!r}: only Redis brokers (redis://HOST:PORT/DB)"
             " are supported"
         )
+    problem = missing_extra("celery", "celery", "dagster_celery", "redis")
+    if problem is not None:
+        raise common.UsageError(f"worker: {problem}")
     from scrapeflow_dagster.scaleout.worker import run_worker
 
     # The worker's steps find the data folder (status files, shard reports) in the environment.
@@ -137,6 +141,15 @@ def cmd_home_init(args: argparse.Namespace) -> int:
                 f"--celery-broker {redact(args.celery_broker)!r}: only Redis brokers"
                 " (redis://HOST:PORT/DB) are supported"
             )
+    problem = (
+        missing_extra("celery", "dagster_celery", "redis", "dagster_postgres")
+        if args.celery_broker is not None
+        else missing_extra("postgres", "dagster_postgres", "psycopg2")
+        if args.postgres is not None
+        else None
+    )
+    if problem is not None:
+        raise common.UsageError(problem)
     if args.postgres is not None:
         try:
             url, converted = postgres_url(args.postgres)

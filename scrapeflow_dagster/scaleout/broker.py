@@ -21,6 +21,26 @@ HOME_RECORD = "scrapeflow.json"
 _BROKER_KEY = "celery_broker"
 
 
+def missing_extra(extra: str, *modules: str) -> str | None:
+    """A message naming the `pip install` to run when a module of the optional backend `extra`
+    is not installed, None when all of `modules` are."""
+    import importlib.util
+
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ImportError:  # a finder that refuses the module
+            return True
+
+    missing = [name for name in modules if absent(name)]
+    if not missing:
+        return None
+    return (
+        f"{', '.join(missing)} not installed: the {extra} backend is an extra, "
+        f"`pip install 'scrapeflow-dagster[{extra}]'`"
+    )
+
+
 class CeleryHomeError(ValueError):
     """Celery asked for on a Dagster home whose storage workers cannot share."""
 

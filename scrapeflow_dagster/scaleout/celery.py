@@ -12,7 +12,11 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.scaleout.broker import CELERY_BROKER_ENV, configured_broker
+from scrapeflow_dagster.scaleout.broker import (
+    CELERY_BROKER_ENV,
+    configured_broker,
+    missing_extra,
+)
 
 CELERY_BACKEND_ENV = "SCRAPEFLOW_CELERY_BACKEND"  # default: the broker (Redis keeps results too)
 VISIBILITY_TIMEOUT_ENV = "SCRAPEFLOW_CELERY_VISIBILITY_TIMEOUT_SECONDS"
@@ -116,6 +120,9 @@ def executor_from_env() -> dg.ExecutorDefinition | None:
     broker = configured_broker()
     if broker is None:
         return None
+    problem = missing_extra("celery", "dagster_celery", "redis")
+    if problem is not None:
+        raise ImportError(f"runs of this home use Celery workers, but {problem}")
     # The executor reads the broker from the environment at run time (never stored with the
     # job snapshot): a broker the home records is put there for this process and its steps.
     os.environ.setdefault(CELERY_BROKER_ENV, broker)

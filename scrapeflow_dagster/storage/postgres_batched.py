@@ -38,7 +38,14 @@ from dagster._core.events import ASSET_CHECK_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.config import pg_config
 from dagster._serdes import ConfigurableClassData
-from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+
+try:
+    from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+except ImportError as exc:  # the embedded default installs no Postgres backend
+    raise ImportError(
+        "this Dagster home keeps its events in Postgres, but dagster-postgres is not "
+        "installed: `pip install 'scrapeflow-dagster[postgres]'`"
+    ) from exc
 from dagster_postgres.utils import (
     create_pg_engine,
     get_token_provider_from_config,
