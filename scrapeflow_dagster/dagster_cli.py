@@ -2,13 +2,14 @@
 
 import json
 import sys
+from typing import Any
 
 from scrapeflow_dagster.scaleout.broker import CELERY_BROKER_ENV, configured_broker
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 DEFINITIONS_MODULE = "scrapeflow_dagster.definitions"
 __all__ = ["CELERY_BROKER_ENV", "DEFINITIONS_MODULE", "materialize_range_command"]
-IN_PROCESS = {"config": {"in_process": {}}}
+IN_PROCESS: dict[str, Any] = {"config": {"in_process": {}}}
 
 
 def single_step_config(

@@ -181,10 +181,10 @@ def _sitemap_seeds(
     for problem in reading.problems:
         print(f"sitemap: {problem}", file=sys.stderr)
     if reading.files:
-        dated = sum(1 for page in reading.pages if page.lastmod is not None)
+        with_lastmod = sum(1 for page in reading.pages if page.lastmod is not None)
         print(
             f"sitemaps: {common.plural(len(reading.files), 'file')} read, "
-            f"{common.plural(len(reading.pages), 'page')} ({dated} with lastmod)",
+            f"{common.plural(len(reading.pages), 'page')} ({with_lastmod} with lastmod)",
             flush=True,
         )
     items: list[Item] = []

@@ -193,4 +193,5 @@ def partitions_of(asset: str) -> tuple[list[str], Mapping[str, "dg.AssetPartitio
         )
     finally:
         instance.dispose()
-    return keys, statuses or {}  # None: the asset never ran
+    # None: the asset never ran; a partition without a status is left out (missing).
+    return keys, {key: status for key, status in (statuses or {}).items() if status is not None}

@@ -15,7 +15,8 @@ _TICK_SECONDS = 0.5
 
 
 class _Numbered(Protocol):
-    line: int
+    @property
+    def line(self) -> int: ...
 
 
 _Item = TypeVar("_Item", bound=_Numbered)

@@ -20,7 +20,7 @@ MAX_RUNS_PER_TICK = 10
 # A run costs seconds to start (process, code location, Dagster events) whatever its size: a
 # due set is cut into several runs only where each still gets at least this many tasks.
 MIN_PARTITIONS_PER_SPLIT_RUN = 500
-IN_PROCESS_EXECUTION = {"execution": {"config": {"in_process": {}}}}
+IN_PROCESS_EXECUTION: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
 def interval_seconds(default_seconds: int) -> int:

@@ -3,7 +3,7 @@
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import dagster as dg
 from pydantic import Field
@@ -234,11 +234,11 @@ class ProxyProviderResource(dg.ConfigurableResource):
                 f"proxy_provider has {', '.join(given)} but kind 'none': set kind "
                 "(SCRAPEFLOW_PROXY_KIND) to the provider they are for, or remove them"
             )
-        common = {
+        common: dict[str, Any] = {
             "error_threshold": self.error_threshold,
             "cooldown_seconds": self.cooldown_seconds,
         }
-        service = {"base_url": self.base_url} if self.base_url else {}
+        service: dict[str, Any] = {"base_url": self.base_url} if self.base_url else {}
         match self.kind:
             case "none":
                 return None
@@ -313,7 +313,7 @@ def proxy_resource_from_env() -> ProxyProviderResource:
     """The proxy resource with every field that an environment variable sets wired to it
     through `dg.EnvVar`: `SCRAPEFLOW_PROXY_KIND`, `SCRAPEFLOW_PROXY_URLS`, `WEBSHARE_API_KEY`,
     `IPROYAL_API_KEY`, `IPROYAL_ORDER_ID`."""
-    fields = {
+    fields: dict[str, Any] = {
         "kind": _from_env("SCRAPEFLOW_PROXY_KIND"),
         # Through EnvVar: the URLs carry passwords, which must not land in the job snapshot.
         "proxy_urls_text": _from_env("SCRAPEFLOW_PROXY_URLS"),
