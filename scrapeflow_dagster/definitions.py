@@ -4,7 +4,7 @@ To add your own executors, build the definitions the same way with your list:
 `scrapeflow_definitions([scrape_asset, validation_asset, pages_asset, word_count_asset])`.
 On a machine with several cores the shipped assets are sharded, one shard per core
 (`SCRAPEFLOW_SHARDS` overrides it, 1 = unsharded); with `SCRAPEFLOW_CELERY_BROKER` set their
-steps run on Celery workers (README, "Scaling out").
+steps run on Celery workers (docs/scaling-out.md).
 """
 
 from scrapeflow_dagster.defs.assets import executor_assets

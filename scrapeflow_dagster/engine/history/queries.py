@@ -9,7 +9,7 @@ from scrapeflow_dagster.engine.history.connection import connect_readonly
 from scrapeflow_dagster.engine.history.ledger import Ledger
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
-# The same queries the README shows; each reads the `current_state` view or `step_runs`.
+# The same queries docs/duckdb.md shows; each reads the `current_state` view or `step_runs`.
 QUERIES: dict[str, str] = {
     "success rate per executor": """
         SELECT executor, count(*) AS tasks,
