@@ -37,6 +37,24 @@ def interval_seconds(default_seconds: int) -> int:
     return int(value)
 
 
+SENSORS_DEFAULT_ENV = "SCRAPEFLOW_SENSORS_DEFAULT"
+
+
+def promised_sensor_status() -> dg.DefaultSensorStatus:
+    """How the inbox and retry sensors start on a home that never switched them: running (taking
+    in tasks and re-materialising failures is what the product promises), unless
+    `$SCRAPEFLOW_SENSORS_DEFAULT` is `stopped`. A sensor switched in the UI or with `dagster
+    sensor stop` keeps that state in its home.
+
+    Raises:
+        ValueError: naming the variable when it is neither `running` nor `stopped`.
+    """
+    value = os.environ.get(SENSORS_DEFAULT_ENV, "").strip().lower() or "running"
+    if value not in ("running", "stopped"):
+        raise ValueError(f"{SENSORS_DEFAULT_ENV} must be running or stopped, got {value!r}")
+    return dg.DefaultSensorStatus.RUNNING if value == "running" else dg.DefaultSensorStatus.STOPPED
+
+
 def cron_from_env(name: str, default: str) -> str:
     """The cron schedule in the environment variable `name`, or `default` when it is unset or
     blank.

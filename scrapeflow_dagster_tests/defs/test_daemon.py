@@ -16,7 +16,7 @@ from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.inbox import accepted_dir, done_dir
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD, REPO_ROOT
 from scrapeflow_dagster_tests.support.processes import (
     kill_group,
     process_env,
@@ -48,7 +48,7 @@ class Daemon:
         """Run `dagster ARGS -w workspace.yaml` with the daemon's environment."""
         done = subprocess.run(
             [str(BIN_DIR / "dagster"), *args, "-w", WORKSPACE],
-            cwd=REPO_ROOT,
+            cwd=COMMAND_CWD,
             env=self.env,
             capture_output=True,
             text=True,
@@ -61,7 +61,7 @@ class Daemon:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [str(BIN_DIR / "dagster-daemon"), "run", "-w", WORKSPACE],
-                cwd=REPO_ROOT,
+                cwd=COMMAND_CWD,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -132,8 +132,10 @@ def test_sensors_in_the_daemon_materialise_every_task_including_retried_failures
     lines += [f"{key},{site_thread.url(f'/timed/{key}?fail_seconds=60')}" for key in timed]
     lines += [f"{gone},{site_thread.url('/status/404')}"]
     keys = [*good, *timed, gone]
-    for name in ("inbox_sensor", "retry_sensor"):
-        assert "Started sensor" in daemon.cli("sensor", "start", name)
+    # A fresh home, nothing switched on: the inbox and retry sensors ship running.
+    daemon.env.pop("SCRAPEFLOW_SENSORS_DEFAULT")
+    listed = daemon.cli("sensor", "list")  # (also creates the home's SQLite files, once)
+    assert "inbox_sensor" in listed
     daemon.start()
     drop_into_inbox(layout, tmp_path, "tasks.csv", lines)
 
@@ -155,6 +157,10 @@ def test_sensors_in_the_daemon_materialise_every_task_including_retried_failures
         inbox_ticks = sensor_ticks(instance, "inbox_sensor")
         retry_ticks = sensor_ticks(instance, "retry_sensor")
         retries = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "retry"}))
+        frontier_states = [
+            s for s in instance.all_instigator_state() if s.name == "frontier_sensor"
+        ]
+    assert frontier_states == []  # opt-in: never started, never ticked
     for tick in inbox_ticks + retry_ticks:
         assert tick.split(":")[0] in {"SUCCESS", "SKIPPED", "STARTED"}, tick
     assert any(t.startswith("SUCCESS") for t in inbox_ticks)
@@ -226,7 +232,7 @@ def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
     for asset in ("scrape", "validation", "pages"):
         command = materialize_range_command(asset, keys[0], keys[-1])
         done = subprocess.run(
-            command, env=daemon.env, cwd=REPO_ROOT, capture_output=True, text=True
+            command, env=daemon.env, cwd=COMMAND_CWD, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr[-3000:]
     before = {k: load_status(layout.status_dir, k) for k in keys}

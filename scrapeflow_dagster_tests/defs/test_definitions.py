@@ -12,7 +12,7 @@ import pytest
 
 from scrapeflow_dagster.definitions import defs
 from scrapeflow_dagster.defs.automation import INTERVAL_ENV
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD, REPO_ROOT
 
 ENGINE_DIR = REPO_ROOT / "scrapeflow_dagster" / "engine"
 
@@ -51,8 +51,14 @@ def test_definitions_resolve_with_assets_sensors_schedule() -> None:
 
 def test_dagster_cli_validates_the_workspace() -> None:
     done = subprocess.run(
-        [str(BIN_DIR / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO_ROOT,
+        [
+            str(BIN_DIR / "dagster"),
+            "definitions",
+            "validate",
+            "-w",
+            str(REPO_ROOT / "workspace.yaml"),
+        ],
+        cwd=COMMAND_CWD,
         capture_output=True,
         text=True,
         timeout=120,
@@ -111,10 +117,10 @@ def test_engine_imports_without_dagster_loaded() -> None:
 # What each stage of the engine may import, as its folder's `__init__` docstring says.
 STAGE_IMPORTS = {
     "state": {"errors", "redact", "state"},
-    "tasks": {"errors", "redact", "state", "history", "tasks"},
+    "tasks": {"errors", "redact", "canonical", "state", "history", "tasks"},
     "retry": {"errors", "redact", "settings", "state", "retry"},
     "proxies": {"errors", "redact", "settings", "proxies"},
-    "history": {"errors", "redact", "state", "history"},
+    "history": {"errors", "redact", "canonical", "state", "history"},
     "polite": {"errors", "redact", "settings", "state", "polite"},
     "run": {
         "errors",
@@ -173,8 +179,14 @@ def test_a_bad_deployment_variable_is_named_when_the_location_loads(
 ) -> None:
     env = {**os.environ, name: value}
     done = subprocess.run(
-        [str(BIN_DIR / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO_ROOT,
+        [
+            str(BIN_DIR / "dagster"),
+            "definitions",
+            "validate",
+            "-w",
+            str(REPO_ROOT / "workspace.yaml"),
+        ],
+        cwd=COMMAND_CWD,
         env=env,
         capture_output=True,
         text=True,

@@ -15,7 +15,7 @@ from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster_tests.support.ledger import query
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 SHARDED_DEFS = "scrapeflow_dagster_tests.scaleout.sharded_defs"
@@ -41,7 +41,12 @@ def materialize(
     if config_json:
         args += ["--config-json", config_json]
     done = subprocess.run(
-        args, env=dict(env), cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_seconds
+        args,
+        env=dict(env),
+        cwd=COMMAND_CWD,
+        capture_output=True,
+        text=True,
+        timeout=timeout_seconds,
     )
     if log_path is not None:
         log_path.write_text(done.stdout + done.stderr)

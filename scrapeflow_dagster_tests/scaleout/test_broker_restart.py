@@ -35,7 +35,7 @@ from scrapeflow_dagster_tests.scaleout.helpers import (
 )
 from scrapeflow_dagster_tests.scaleout.workers import celery_workers
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.processes import process_env, wait_until
 from scrapeflow_dagster_tests.support.redis import RedisServer
 from scrapeflow_dagster_tests.support.sites import site_process
@@ -81,7 +81,7 @@ def test_a_broker_killed_twice_mid_run_loses_no_task_and_runs_nothing_twice(
             args += ["--select", "scrape", "--partition-range", f"{keys[0]}...{keys[-1]}"]
             args += ["--config-json", RUN_CONFIG]
             with log.open("wb") as out:
-                run = subprocess.Popen(args, env=env, cwd=REPO_ROOT, stdout=out, stderr=out)
+                run = subprocess.Popen(args, env=env, cwd=COMMAND_CWD, stdout=out, stderr=out)
             try:
                 # 1. Shard 0 running, shard 1 queued.
                 wait_until(

@@ -25,7 +25,7 @@ from scrapeflow_dagster_tests.scaleout.helpers import (
 )
 from scrapeflow_dagster_tests.scaleout.workers import celery_workers, kill_worker_of
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD, REPO_ROOT
 from scrapeflow_dagster_tests.support.processes import process_env, wait_until
 from scrapeflow_dagster_tests.support.sites import site_process
 
@@ -61,7 +61,7 @@ def test_two_workers_take_the_shards_and_a_killed_one_loses_nothing_it_finished(
             args += ["--config-json", SLOW_CONFIG]
             log = tmp_path / "run.log"
             with log.open("wb") as out:
-                run = subprocess.Popen(args, env=env, cwd=REPO_ROOT, stdout=out, stderr=out)
+                run = subprocess.Popen(args, env=env, cwd=COMMAND_CWD, stdout=out, stderr=out)
             try:
                 pid = wait_until(
                     lambda: started_pid(

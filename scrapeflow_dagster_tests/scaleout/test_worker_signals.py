@@ -22,7 +22,7 @@ from scrapeflow_dagster_tests.scaleout.helpers import (
     succeeded,
 )
 from scrapeflow_dagster_tests.scaleout.workers import celery_workers
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.processes import process_env, wait_until
 from scrapeflow_dagster_tests.support.sites import site_process
 
@@ -82,7 +82,7 @@ def test_a_signalled_worker_shuts_down_as_celery_does_and_leaves_no_process(
             log = tmp_path / "run.log"
             with log.open("wb") as out:
                 run = subprocess.Popen(
-                    args, env=env, cwd=REPO_ROOT, stdout=out, stderr=out, start_new_session=True
+                    args, env=env, cwd=COMMAND_CWD, stdout=out, stderr=out, start_new_session=True
                 )
             try:
                 wait_until(

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scrapeflow_dagster.scaleout.celery import VISIBILITY_TIMEOUT_ENV
-from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.processes import stop_group, wait_until
 
 
@@ -36,7 +36,7 @@ def celery_workers(
                     subprocess.Popen(
                         command,
                         env={**env, VISIBILITY_TIMEOUT_ENV: str(visibility_timeout_seconds)},
-                        cwd=REPO_ROOT,
+                        cwd=COMMAND_CWD,
                         stdout=output,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV
 from scrapeflow_dagster.instance import dagster_yaml
+from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 
 _T = TypeVar("_T")
 
@@ -43,6 +44,13 @@ def process_env(dagster_home: Path, data_dir: Path, **extra: str) -> dict[str, s
             DATA_DIR_ENV: str(data_dir),
             "PYTHONUNBUFFERED": "1",
             "DAGSTER_DISABLE_TELEMETRY": "1",
+            # The tests switch sensors on where they test them: a retry sensor running on its
+            # own would launch runs that other tests do not expect.
+            "SCRAPEFLOW_SENSORS_DEFAULT": "stopped",
+            # Code locations of the tests (`scrapeflow_dagster_tests...`) load from any folder.
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p
+            ),
             **extra,
         }
     )

@@ -7,6 +7,7 @@ import dagster as dg
 from scrapeflow_dagster.defs.automation import (
     ExecutorChain,
     interval_seconds,
+    promised_sensor_status,
     range_run_requests,
     run_exists,
     spread_ranges,
@@ -76,6 +77,7 @@ def build_inbox_sensor(
     @dg.sensor(
         name="inbox_sensor",
         minimum_interval_seconds=interval_seconds(30),
+        default_status=promised_sensor_status(),
         target=chain.keys,
         description="Adds tasks from files dropped in <data>/inbox/ and materialises them.",
     )

@@ -12,6 +12,7 @@ from scrapeflow_dagster.defs.automation import (
     MAX_RUNS_PER_TICK,
     ExecutorChain,
     interval_seconds,
+    promised_sensor_status,
     range_run_requests,
     spread_ranges,
 )
@@ -163,6 +164,7 @@ def build_retry_sensor(
     @dg.sensor(
         name="retry_sensor",
         minimum_interval_seconds=interval_seconds(60),
+        default_status=promised_sensor_status(),
         target=chain.keys,
         description="Re-runs failed partitions (attempt cap, backoff) and pending later steps.",
     )

@@ -19,6 +19,7 @@ Modules:
     frames: results as pandas frames (`read_pages`, `read_steps`, `read_current_state`).
 
 Imports allowed: `scrapeflow_dagster.engine.errors`, `scrapeflow_dagster.engine.redact`,
+`scrapeflow_dagster.engine.canonical` (a task's canonical URL, kept beside it),
 `scrapeflow_dagster.engine.state.*` (the status format has its one owner there), duckdb,
 orjson. Never Dagster, never `run`, `executors` or `proxies`: the run records through a Ledger.
 """

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from scrapeflow_dagster.engine.canonical import canonical_url
 from scrapeflow_dagster.engine.redact import proxy_host, redact, redact_params
 from scrapeflow_dagster.engine.state.schema import parse_stamp, utc_now
-from scrapeflow_dagster.engine.tasks.keys import canonical_url
 
 STEP_STATUSES = frozenset({"SUCCESS", "ERROR", "SKIPPED"})
 
