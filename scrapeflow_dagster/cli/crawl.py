@@ -12,28 +12,18 @@ pages' links are judged again and only new pages are fetched.
 """
 
 import argparse
-import asyncio
-import dataclasses
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.engine.crawl.journal import frontier_dir, note_lastmods
-from scrapeflow_dagster.engine.crawl.regrow import regrow
-from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
-from scrapeflow_dagster.engine.history import Ledger
-from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.crawl.journal import frontier_dir
+from scrapeflow_dagster.engine.crawl.seeds import add_seeds, sitemap_seeds
 from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import (
     Item,
-    LineError,
-    TaskSpec,
-    build_task,
     read_task_file,
 )
 
@@ -80,15 +70,6 @@ def crawl_options(args: argparse.Namespace) -> dict[str, Any]:
     return given
 
 
-def with_options(items: Iterable[Item], options: dict[str, Any]) -> Iterator[Item]:
-    """`items` with the option params set where a line does not set them."""
-    for item in items:
-        if isinstance(item, TaskSpec) and options:
-            params = normalise_crawl_params({**options, **item.params})
-            item = dataclasses.replace(item, params=params)
-        yield item
-
-
 def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     """`crawl FILE --max-depth N [--max-pages M] [--scope host|domain] [--allow/--deny RE]`."""
     crawl = common.add_command(
@@ -123,10 +104,27 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if not args.files and not args.sitemap:
         raise common.UsageError("give seed files, --sitemap URL, or both")
     layout = common.layout(args).ensure()
-    sitemap_items, dated = _sitemap_seeds(args.files, args.sitemap, robots=args.robots_sitemaps)
-    seeds, regrown, refused = _add_seeds(layout, args.files, options, extra=sitemap_items)
-    # Kept for `scrapeflow refresh`: a page dated after its last fetch is due again.
-    note_lastmods(layout, dated)
+    found = sitemap_seeds(args.files, args.sitemap, robots=args.robots_sitemaps)
+    for problem in found.problems:
+        print(f"sitemap: {problem}", file=sys.stderr)
+    if found.files:
+        print(
+            f"sitemaps: {common.plural(found.files, 'file')} read, "
+            f"{common.plural(len(found.items), 'page')} ({len(found.dated)} with lastmod)",
+            flush=True,
+        )
+    sources: list[Iterable[Item]] = [read_task_file(Path(name)) for name in args.files]
+    added = add_seeds(layout, [*sources, found.items], options, dated=found.dated)
+    for error in added.errors:
+        print(f"refused: {error}", file=sys.stderr)
+    if added.regrown:
+        print(
+            f"grown in place: {common.plural(len(added.regrown), 'seed')} took new crawl "
+            f"settings; {common.plural(len(added.reopened), 'parsed page')} of their crawls to "
+            "take in again",
+            flush=True,
+        )
+    seeds, regrown, refused = added.keys, added.reopened, len(added.errors)
     if not seeds:
         if refused:
             common.say_error(
@@ -161,85 +159,6 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     else:
         print("crawl finished: nothing to do, every task of the crawl was parsed already")
     return 1 if refused else 0
-
-
-def _sitemap_seeds(
-    files: Sequence[str], sitemaps: Sequence[str], *, robots: bool
-) -> tuple[list[Item], list[tuple[str, datetime]]]:
-    """The pages of `sitemaps` and (with `robots`) of those the robots.txt of the files' seeds
-    announce, as task lines (each page as the sitemap writes it), and `(key, lastmod)` of
-    those the sitemap dates."""
-    seed_urls = []
-    if robots:
-        for name in files:
-            seed_urls += [
-                i.params["url"] for i in read_task_file(Path(name)) if isinstance(i, TaskSpec)
-            ]
-    if not sitemaps and not seed_urls:
-        return [], []
-    reading = asyncio.run(read_sitemaps(sitemaps, robots_of=seed_urls))
-    for problem in reading.problems:
-        print(f"sitemap: {problem}", file=sys.stderr)
-    if reading.files:
-        with_lastmod = sum(1 for page in reading.pages if page.lastmod is not None)
-        print(
-            f"sitemaps: {common.plural(len(reading.files), 'file')} read, "
-            f"{common.plural(len(reading.pages), 'page')} ({with_lastmod} with lastmod)",
-            flush=True,
-        )
-    items: list[Item] = []
-    dated: list[tuple[str, datetime]] = []
-    for line, page in enumerate(reading.pages, start=1):
-        item = build_task({"url": page.url}, Path(page.sitemap), line)
-        items.append(item)
-        if isinstance(item, TaskSpec) and page.lastmod is not None:
-            # A date without a zone is taken as UTC (the sitemaps protocol's W3C format).
-            when = page.lastmod
-            dated.append((item.key, when if when.tzinfo else when.replace(tzinfo=UTC)))
-    return items, dated
-
-
-def _add_seeds(
-    layout: DataLayout,
-    files: Sequence[str],
-    options: dict[str, Any],
-    *,
-    extra: Sequence[Item] = (),
-) -> tuple[list[str], list[str], int]:
-    """Store the seeds; a stored seed (or discovered page) given other crawl settings takes
-    them, and its crawl grows in place (`engine.crawl.regrow`). Returns the seed keys, the
-    parsed pages of grown crawls to take in again, and how many lines were refused."""
-    keys: list[str] = []
-    updated: list[str] = []
-    refused = 0
-    sources: list[Iterable[Item]] = [read_task_file(Path(name)) for name in files]
-    if extra:
-        sources.append(extra)
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        for items in sources:
-            report = add_tasks(
-                layout,
-                with_options(items, options),
-                ledger=ledger,
-                take_crawl_settings=True,
-            )
-            for error in report.errors:
-                print(
-                    f"refused: {error}" if isinstance(error, LineError) else error,
-                    file=sys.stderr,
-                )
-            refused += len(report.errors)
-            keys += report.keys
-            updated += report.updated
-        updated = list(dict.fromkeys(updated))
-        reopened = regrow(layout, updated, ledger=ledger) if updated else []
-    if updated:
-        print(
-            f"grown in place: {common.plural(len(updated), 'seed')} took new crawl settings; "
-            f"{common.plural(len(reopened), 'parsed page')} of their crawls to take in again",
-            flush=True,
-        )
-    return list(dict.fromkeys(keys)), reopened, refused
 
 
 def _print_round(done: "Round") -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapeflow_dagster.cli import common, crawl, progress, task_views
+from scrapeflow_dagster.engine.crawl.seeds import with_options
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import LineError, read_task_file
@@ -62,7 +63,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
         with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
             for name in args.files:
                 path = Path(name)
-                items = crawl.with_options(progress.file_lines(read_task_file(path), path), options)
+                items = with_options(progress.file_lines(read_task_file(path), path), options)
                 report = add_tasks(layout, items, ledger=ledger)
                 refused = [error for error in report.errors if error.line > 0]
                 unreadable = [error for error in report.errors if error.line == 0]

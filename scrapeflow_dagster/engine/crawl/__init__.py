@@ -6,6 +6,9 @@ Modules:
     journal: the frontier's files in `<data>/frontier/` (lock, expanded parents, crawl sizes,
         batches a driver finishes).
     discover: `discover`, the one function the sensor and `scrapeflow crawl` call.
+    regrow: a seed given new crawl settings hands them to its crawl and reopens its pages.
+    seeds: a crawl's seeds from task files and sitemaps, stored (growing crawls in place).
+    sitemaps: reading sitemaps (index files, gzip, robots.txt `Sitemap:` lines).
 
 May import: errors, settings, state, tasks, history, polite (the robots.txt cache, read only),
 crawl.
