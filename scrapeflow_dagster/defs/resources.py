@@ -29,6 +29,7 @@ from scrapeflow_dagster.engine.settings import (
     ScrapeSettings,
 )
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
+from scrapeflow_dagster.scaleout.broker import configured_broker
 
 ProxyKind = Literal["none", "list", "dict", "proxyscrape", "webshare", "iproyal"]
 
@@ -75,6 +76,9 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     address_guard: bool = _SETTINGS.address_guard
     # Networks the guard lets public tasks reach anyway (CIDR, e.g. "10.1.0.0/16").
     address_guard_allow: list[str] = Field(default_factory=list)
+    # A Redis URL through which per-host slots and delays hold across machines; None: the
+    # Celery broker when the home's runs use Celery workers, else this machine only.
+    shared_host_limits_url: str | None = None
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -121,6 +125,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 robots_max_age_seconds=self.robots_max_age_seconds,
                 max_per_host=self.max_per_host,
                 per_host_delay_seconds=self.per_host_delay_seconds,
+                shared_limits_url=self.shared_host_limits_url or configured_broker(),
             ),
         )
 

@@ -65,6 +65,9 @@ class PoliteSettings:
     per_host_delay_seconds: float = DEFAULT_PER_HOST_DELAY_SECONDS
     robots_timeout_seconds: float = 10.0  # fetching one robots.txt, connect to last byte
     robots_max_bytes: int = 512 * 1024  # RFC 9309 asks parsers to read at least 500 KiB
+    # A Redis URL: per-host slots and delays hold across machines (workers that share no file
+    # system); None: across the processes of this machine (lock files in the data folder).
+    shared_limits_url: str | None = None
 
     def __post_init__(self) -> None:
         for name in (

@@ -34,8 +34,16 @@ class Politeness:
     ) -> None:
         self.settings = settings
         self.user_agent = user_agent
+        shared = None
+        if settings.shared_limits_url:
+            from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
+
+            shared = SharedHostLimits(settings.shared_limits_url)
         self.hosts = HostSlots(
-            directory / "hosts", limit=settings.max_per_host, wait_guard=wait_guard
+            directory / "hosts",
+            limit=settings.max_per_host,
+            wait_guard=wait_guard,
+            across_machines=shared,
         )
         self.robots = (
             RobotsCache(directory / ROBOTS_DIR, settings, user_agent=user_agent, hosts=self.hosts)
@@ -110,3 +118,7 @@ class Politeness:
     def close(self) -> None:
         """Let go of the slot file; call once the run's requests are over."""
         self.hosts.close()
+
+    async def aclose(self) -> None:
+        """`close`, and the connections to Redis of limits shared across machines."""
+        await self.hosts.aclose()

@@ -10,6 +10,10 @@ file per host: a crawl over a million hosts creates no million files); a host's 
 picked by a hash of its name, so two hosts may share slots (never more requests, at worst
 fewer). Elsewhere each slot is its own file `<directory>/<host>/<i>.lock` taken with `flock`.
 
+With `across_machines` (Redis, `polite.shared`), the slots and the delay hold across machines
+instead: a slot is a lease in Redis, the next start is booked there; inside a process the same
+counter and FIFO come first.
+
 A delay between request starts at one host (the larger of the configured delay and robots.txt's
 `Crawl-delay`) is kept in `<directory>/<host>/next-start`: under a short `flock`, a request
 reads when the next may start, books that time plus the delay for the one after it, and sleeps
@@ -29,6 +33,10 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
 
 _POLL_SECONDS = 0.01
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
@@ -79,12 +87,13 @@ class Slot:
     descriptor (-1: nothing held, no limit).
     """
 
-    __slots__ = ("fd", "host", "index")
+    __slots__ = ("fd", "host", "index", "token")
 
-    def __init__(self, host: str, index: int, fd: int) -> None:
+    def __init__(self, host: str, index: int, fd: int, token: str | None = None) -> None:
         self.host = host
         self.index = index
         self.fd = fd
+        self.token = token  # the Redis lease, for limits shared across machines
 
 
 class HostSlots:
@@ -94,7 +103,14 @@ class HostSlots:
     time limit from counting time spent waiting for politeness.
     """
 
-    def __init__(self, directory: Path, *, limit: int, wait_guard: WaitGuard | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        limit: int,
+        wait_guard: WaitGuard | None = None,
+        across_machines: "SharedHostLimits | None" = None,
+    ):
         if limit > MAX_SLOTS:
             raise ValueError(f"max_per_host must be at most {MAX_SLOTS}, got {limit}")
         self._dir = os.fspath(directory)
@@ -104,6 +120,8 @@ class HostSlots:
         self._wait_guard = wait_guard or _no_guard
         self._shared_fd: int | None = None  # `slots.lock`, opened on first use (Linux)
         self._held_bytes: set[int] = set()  # bytes of `slots.lock` this process holds
+        self._across_machines = across_machines
+        self._returning: set[asyncio.Task[None]] = set()  # leases being given back
 
     def close(self) -> None:
         """Close `slots.lock` (dropping any slot still held); call once the run is over."""
@@ -111,6 +129,14 @@ class HostSlots:
             os.close(self._shared_fd)
             self._shared_fd = None
             self._held_bytes.clear()
+
+    async def aclose(self) -> None:
+        """`close`, after the leases being given back to Redis are (then its connections)."""
+        self.close()
+        if self._across_machines is not None:
+            if self._returning:
+                await asyncio.gather(*self._returning, return_exceptions=True)
+            await self._across_machines.close()
 
     def _host_dir(self, host: str) -> str:
         path = os.path.join(self._dir, _UNSAFE.sub("_", host))
@@ -124,6 +150,8 @@ class HostSlots:
         suspending; None when the caller must `await acquire(host)` instead."""
         if not self._limit:
             return Slot(host, -1, -1)
+        if self._across_machines is not None:
+            return None  # a lease needs a round trip to Redis: `acquire`
         gate = self._gates.get(host)
         if gate is None:
             gate = self._gates[host] = _Gate()
@@ -148,7 +176,10 @@ class HostSlots:
                 slot = await self._wait_for_slot(host) if self._limit else Slot(host, -1, -1)
         if delay_seconds > 0:
             try:
-                wait = self._book_start(host, delay_seconds)
+                if self._across_machines is not None:
+                    wait = await self._across_machines.book(host, delay_seconds)
+                else:
+                    wait = self._book_start(host, delay_seconds)
                 if wait > 0:
                     with self._wait_guard():
                         await asyncio.sleep(wait)
@@ -176,12 +207,20 @@ class HostSlots:
         else:
             gate.in_use += 1
         try:
-            while (slot := self._try_file(host, gate)) is None:
-                await asyncio.sleep(_POLL_SECONDS)  # every slot file held by other processes
+            while (slot := await self._try_anywhere(host, gate)) is None:
+                await asyncio.sleep(_POLL_SECONDS)  # every slot held by other processes
         except BaseException:
             self._hand_over(host, gate)
             raise
         return slot
+
+    async def _try_anywhere(self, host: str, gate: _Gate) -> Slot | None:
+        """A slot held across processes (a lock file here, or a Redis lease), None when every
+        one is taken elsewhere."""
+        if self._across_machines is None:
+            return self._try_file(host, gate)
+        token = await self._across_machines.try_take(host, self._limit)
+        return Slot(host, -1, -2, token) if token is not None else None
 
     def _try_file(self, host: str, gate: _Gate) -> Slot | None:
         if _OFD_SETLK is not None:
@@ -219,9 +258,17 @@ class HostSlots:
 
     def release(self, slot: Slot) -> None:
         """Give the slot back: the next waiter of this process (if any) gets its turn."""
-        if slot.fd < 0:
+        if slot.token is not None and self._across_machines is not None:
+            # Given back in the background (release is called from `finally` blocks); the
+            # lease runs out anyway if that fails.
+            task = asyncio.get_running_loop().create_task(
+                self._across_machines.give_back(slot.host, slot.token)
+            )
+            self._returning.add(task)
+            task.add_done_callback(self._returning.discard)
+        elif slot.fd < 0:
             return
-        if slot.fd == self._shared_fd:
+        elif slot.fd == self._shared_fd:
             _ofd_lock(slot.fd, slot.index, fcntl.F_UNLCK)
             self._held_bytes.discard(slot.index)
         else:

@@ -240,5 +240,5 @@ async def execute_async(
         finally:
             deadlines.close()
             locks.close()
-            polite.close()
+            await polite.aclose()
     return succeeded

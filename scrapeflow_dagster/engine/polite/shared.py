@@ -1,0 +1,84 @@
+"""Per-host limits shared by every machine of a deployment, through Redis: the slots and the
+delay of a host hold across worker hosts that do not share a file system (lock files only hold
+on one machine). A deployment with Celery workers has Redis already (its broker).
+
+A slot is a lease in a sorted set per host (`scrapeflow:host:<host>:slots`, scored by when it
+expires), taken by a Lua script only while fewer than `limit` unexpired leases are there, so a
+worker that dies mid-request frees its slot when the lease runs out (`lease_seconds`: longer
+than any request may last). A host's next start time is booked the same way
+(`scrapeflow:host:<host>:next`). Times are Redis's own clock (`TIME`), so machines with
+drifting clocks still agree.
+"""
+
+import uuid
+from typing import Any
+
+# KEYS[1]: the host's lease set. ARGV: limit, lease in ms, token. Returns 1 when taken.
+_TAKE = """
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[2]), ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+  return 1
+end
+return 0
+"""
+# KEYS[1]: the host's next start (ms). ARGV: delay in ms. Returns ms to wait for this start.
+_BOOK = """
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local booked = tonumber(redis.call('GET', KEYS[1]) or '0')
+local start = math.max(ms, booked)
+redis.call('SET', KEYS[1], start + tonumber(ARGV[1]), 'PX', tonumber(ARGV[1]) + 60000)
+return start - ms
+"""
+DEFAULT_LEASE_SECONDS = 120.0
+
+
+class SharedHostLimits:
+    """Host slots and delays kept in the Redis at `url` (see the module).
+
+    Raises:
+        ImportError: naming the extra when the redis client is not installed.
+    """
+
+    def __init__(self, url: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        try:
+            import redis.asyncio as redis_asyncio
+        except ImportError as exc:
+            raise ImportError(
+                "per-host limits shared through Redis need the redis client: "
+                "`pip install 'scrapeflow-dagster[celery]'`"
+            ) from exc
+        self._client: Any = redis_asyncio.Redis.from_url(url)
+        self._lease_ms = int(lease_seconds * 1000)
+        self._take = self._client.register_script(_TAKE)
+        self._book = self._client.register_script(_BOOK)
+
+    @staticmethod
+    def _key(host: str, what: str) -> str:
+        return f"scrapeflow:host:{host}:{what}"
+
+    async def try_take(self, host: str, limit: int) -> str | None:
+        """A lease on one of `host`'s `limit` slots (its token), None when all are taken."""
+        token = uuid.uuid4().hex
+        taken = await self._take(
+            keys=[self._key(host, "slots")], args=[limit, self._lease_ms, token]
+        )
+        return token if taken else None
+
+    async def give_back(self, host: str, token: str) -> None:
+        """End the lease `token` on a slot of `host`."""
+        await self._client.zrem(self._key(host, "slots"), token)
+
+    async def book(self, host: str, delay_seconds: float) -> float:
+        """Book this request's start at `host`, `delay_seconds` after the one booked before it;
+        returns how long to wait until then (seconds)."""
+        wait_ms = await self._book(keys=[self._key(host, "next")], args=[int(delay_seconds * 1000)])
+        return float(wait_ms) / 1000
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self._client.aclose()
