@@ -35,6 +35,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scrapeflow_dagster.engine.polite.shared import SharedLimitsDown
+
 if TYPE_CHECKING:
     from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
 
@@ -176,10 +178,7 @@ class HostSlots:
                 slot = await self._wait_for_slot(host) if self._limit else Slot(host, -1, -1)
         if delay_seconds > 0:
             try:
-                if self._across_machines is not None:
-                    wait = await self._across_machines.book(host, delay_seconds)
-                else:
-                    wait = self._book_start(host, delay_seconds)
+                wait = await self._book_anywhere(host, delay_seconds)
                 if wait > 0:
                     with self._wait_guard():
                         await asyncio.sleep(wait)
@@ -215,12 +214,24 @@ class HostSlots:
         return slot
 
     async def _try_anywhere(self, host: str, gate: _Gate) -> Slot | None:
-        """A slot held across processes (a lock file here, or a Redis lease), None when every
-        one is taken elsewhere."""
-        if self._across_machines is None:
-            return self._try_file(host, gate)
-        token = await self._across_machines.try_take(host, self._limit)
-        return Slot(host, -1, -2, token) if token is not None else None
+        """A slot held across processes (a Redis lease, or a lock file here while Redis is
+        away or unused), None when every one is taken elsewhere."""
+        if self._across_machines is not None:
+            try:
+                token = await self._across_machines.try_take(host, self._limit)
+                return Slot(host, -1, -2, token) if token is not None else None
+            except SharedLimitsDown:
+                pass  # this machine's limit meanwhile
+        return self._try_file(host, gate)
+
+    async def _book_anywhere(self, host: str, delay_seconds: float) -> float:
+        """Book this request's start at `host` (in Redis, or here while Redis is away)."""
+        if self._across_machines is not None:
+            try:
+                return await self._across_machines.book(host, delay_seconds)
+            except SharedLimitsDown:
+                pass
+        return self._book_start(host, delay_seconds)
 
     def _try_file(self, host: str, gate: _Gate) -> Slot | None:
         if _OFD_SETLK is not None:

@@ -8,8 +8,14 @@ worker that dies mid-request frees its slot when the lease runs out (`lease_seco
 than any request may last). A host's next start time is booked the same way
 (`scrapeflow:host:<host>:next`). Times are Redis's own clock (`TIME`), so machines with
 drifting clocks still agree.
+
+When Redis cannot be reached (a restart, a failover), the limits fall back to each machine's
+own (`SharedLimitsDown`: the caller uses its lock files) for `RETRY_AFTER_SECONDS` before Redis
+is asked again: a shard keeps fetching through a broker outage, politely per machine.
 """
 
+import logging
+import time
 import uuid
 from typing import Any
 
@@ -35,6 +41,14 @@ redis.call('SET', KEYS[1], start + tonumber(ARGV[1]), 'PX', tonumber(ARGV[1]) + 
 return start - ms
 """
 DEFAULT_LEASE_SECONDS = 120.0
+RETRY_AFTER_SECONDS = 5.0
+_TIMEOUT_SECONDS = 2.0
+
+logger = logging.getLogger(__name__)
+
+
+class SharedLimitsDown(Exception):
+    """Redis cannot be reached: use this machine's limits for now."""
 
 
 class SharedHostLimits:
@@ -47,12 +61,21 @@ class SharedHostLimits:
     def __init__(self, url: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
         try:
             import redis.asyncio as redis_asyncio
+            import redis.exceptions as redis_errors
         except ImportError as exc:
             raise ImportError(
                 "per-host limits shared through Redis need the redis client: "
                 "`pip install 'scrapeflow-dagster[celery]'`"
             ) from exc
-        self._client: Any = redis_asyncio.Redis.from_url(url)
+        self._client: Any = redis_asyncio.Redis.from_url(
+            url, socket_connect_timeout=_TIMEOUT_SECONDS, socket_timeout=_TIMEOUT_SECONDS
+        )
+        self._unreachable: tuple[type[BaseException], ...] = (
+            redis_errors.ConnectionError,
+            redis_errors.TimeoutError,
+            OSError,
+        )
+        self._down_until = 0.0
         self._lease_ms = int(lease_seconds * 1000)
         self._take = self._client.register_script(_TAKE)
         self._book = self._client.register_script(_BOOK)
@@ -61,24 +84,61 @@ class SharedHostLimits:
     def _key(host: str, what: str) -> str:
         return f"scrapeflow:host:{host}:{what}"
 
+    def _check_up(self) -> None:
+        if time.monotonic() < self._down_until:
+            raise SharedLimitsDown("Redis was unreachable moments ago")
+
+    def _went_down(self, exc: BaseException) -> SharedLimitsDown:
+        if time.monotonic() >= self._down_until:
+            logger.warning(
+                "per-host limits: Redis unreachable (%s); each machine keeps its own for %.0f s",
+                type(exc).__name__,
+                RETRY_AFTER_SECONDS,
+            )
+        self._down_until = time.monotonic() + RETRY_AFTER_SECONDS
+        return SharedLimitsDown(str(exc))
+
     async def try_take(self, host: str, limit: int) -> str | None:
-        """A lease on one of `host`'s `limit` slots (its token), None when all are taken."""
+        """A lease on one of `host`'s `limit` slots (its token), None when all are taken.
+
+        Raises:
+            SharedLimitsDown: Redis cannot be reached.
+        """
+        self._check_up()
         token = uuid.uuid4().hex
-        taken = await self._take(
-            keys=[self._key(host, "slots")], args=[limit, self._lease_ms, token]
-        )
+        key = self._key(host, "slots")
+        try:
+            taken = await self._take(keys=[key], args=[limit, self._lease_ms, token])
+        except self._unreachable as exc:
+            raise self._went_down(exc) from exc
         return token if taken else None
 
     async def give_back(self, host: str, token: str) -> None:
-        """End the lease `token` on a slot of `host`."""
-        await self._client.zrem(self._key(host, "slots"), token)
+        """End the lease `token` on a slot of `host` (when Redis cannot be reached, the lease
+        runs out by itself)."""
+        try:
+            await self._client.zrem(self._key(host, "slots"), token)
+        except self._unreachable as exc:
+            self._went_down(exc)
 
     async def book(self, host: str, delay_seconds: float) -> float:
         """Book this request's start at `host`, `delay_seconds` after the one booked before it;
-        returns how long to wait until then (seconds)."""
-        wait_ms = await self._book(keys=[self._key(host, "next")], args=[int(delay_seconds * 1000)])
+        returns how long to wait until then (seconds).
+
+        Raises:
+            SharedLimitsDown: Redis cannot be reached.
+        """
+        self._check_up()
+        key = self._key(host, "next")
+        try:
+            wait_ms = await self._book(keys=[key], args=[int(delay_seconds * 1000)])
+        except self._unreachable as exc:
+            raise self._went_down(exc) from exc
         return float(wait_ms) / 1000
 
     async def close(self) -> None:
         """Close the connections."""
-        await self._client.aclose()
+        try:
+            await self._client.aclose()
+        except self._unreachable:
+            pass
