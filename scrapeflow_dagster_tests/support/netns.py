@@ -6,9 +6,13 @@ through: the route exists only on the veth). Processes run inside with `ip netns
 `SCRAPEFLOW_REQUIRE_SERVICES=1` (CI), where that is a failure.
 """
 
+import asyncio
+import contextlib
 import os
+import queue
 import shutil
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,10 +28,12 @@ def _ip(*args: str) -> None:
 
 @dataclass
 class PublicHost:
-    """The namespace `name`, reachable from here at `address`."""
+    """The namespace `name`, reachable from here at `address`; this machine is `outside` to
+    it (the veth's other end)."""
 
     name: str
     address: str
+    outside: str
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def start(self, command: Sequence[str], **popen: object) -> subprocess.Popen[str]:
@@ -39,6 +45,56 @@ class PublicHost:
         )
         self.processes.append(proc)
         return proc
+
+
+@contextlib.contextmanager
+def forwarded(listen_host: str, target_port: int) -> Iterator[int]:
+    """A TCP forwarder on `listen_host` (a free port, yielded) to 127.0.0.1:`target_port`, so
+    a service that listens on loopback only (the machine's Postgres, Redis) is reachable from
+    a namespace, over the veth, as from another machine."""
+    loop = asyncio.new_event_loop()
+    ready: queue.Queue[int] = queue.Queue()
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target_port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, listen_host, 0)
+        ready.put(server.sockets[0].getsockname()[1])
+        async with server:
+            await server.serve_forever()
+
+    async def shutdown() -> None:
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(serve(), loop)
+    try:
+        yield ready.get(timeout=10)
+    finally:
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
 
 
 def _unavailable() -> str | None:
@@ -69,7 +125,7 @@ def public_host() -> Iterator[PublicHost]:
         _ip("-n", name, "addr", "add", f"{subnet}.2/24", "dev", inside)
         _ip("-n", name, "link", "set", inside, "up")
         _ip("-n", name, "link", "set", "lo", "up")
-        host = PublicHost(name, f"{subnet}.2")
+        host = PublicHost(name, f"{subnet}.2", f"{subnet}.1")
         try:
             yield host
         finally:

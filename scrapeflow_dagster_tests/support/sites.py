@@ -25,7 +25,7 @@ from scrapeflow_dagster.site import server
 from scrapeflow_dagster.site.app import FaultRates, build_site
 
 pages, page_bytes, latency = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-stamp, slow_seconds = sys.argv[4] == "1", float(sys.argv[5])
+stamp, slow_seconds, host = sys.argv[4] == "1", float(sys.argv[5]), sys.argv[6]
 serials = itertools.count(1)
 
 
@@ -47,7 +47,7 @@ def build_shaped_site(**options):
 
 server.build_site = build_shaped_site
 server.run_site_forever(
-    "127.0.0.1", 0, pages=pages, page_bytes=page_bytes,
+    host, 0, pages=pages, page_bytes=page_bytes,
     fault_rates=FaultRates(slow_seconds=slow_seconds),
     on_ready=lambda url: print(url, flush=True),
 )
@@ -62,18 +62,20 @@ def site_process(
     latency_seconds: float = 0.0,
     stamp: bool = False,
     slow_seconds: float = FaultRates().slow_seconds,
+    host: str = "127.0.0.1",
 ) -> Iterator[str]:
-    """Run the bundled site with `run_site_forever` in a child process; yields its base URL.
+    """Run the bundled site with `run_site_forever` in a child process, on `host`; yields its
+    base URL.
 
     The `/mixed/{n}` pages have the default fault rates, with `slow_seconds` for slow answers.
     """
     args = [str(pages), str(page_bytes), str(latency_seconds), "1" if stamp else "0"]
-    args.append(str(slow_seconds))
+    args += [str(slow_seconds), host]
     proc = subprocess.Popen([PYTHON, "-c", _SITE_SCRIPT, *args], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), f"the site did not start: {url!r}"
+        assert url.startswith(f"http://{host}:"), f"the site did not start: {url!r}"
         yield url
     finally:
         proc.send_signal(signal.SIGTERM)  # run_site_forever stops cleanly on SIGTERM
