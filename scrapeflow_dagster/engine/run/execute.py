@@ -87,6 +87,25 @@ def _stream(
         yield key, params
 
 
+def _own_session(
+    parallelism: int, settings: ScrapeSettings, **connector_options: Any
+) -> aiohttp.ClientSession:
+    """A session of the run's own: the connector's per-host limit backs up the politeness gate
+    (0: none, for both), and no cookie jar is shared (tasks must not leak cookies into each
+    other; a task's own cookies come from its params)."""
+    connector = aiohttp.TCPConnector(
+        limit=parallelism,
+        limit_per_host=settings.polite.max_per_host,
+        ssl=settings.verify_tls,
+        **connector_options,
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers={"User-Agent": settings.user_agent},
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
 @asynccontextmanager
 async def _session_for(
     session: aiohttp.ClientSession | None, parallelism: int, settings: ScrapeSettings
@@ -94,17 +113,7 @@ async def _session_for(
     if session is not None:
         yield session
         return
-    # The connector's per-host limit backs up the politeness gate (0: none, for both).
-    connector = aiohttp.TCPConnector(
-        limit=parallelism, limit_per_host=settings.polite.max_per_host, ssl=settings.verify_tls
-    )
-    # No shared cookie jar: tasks must not leak cookies into each other; a task's own cookies
-    # come from its params.
-    async with aiohttp.ClientSession(
-        connector=connector,
-        headers={"User-Agent": settings.user_agent},
-        cookie_jar=aiohttp.DummyCookieJar(),
-    ) as own:
+    async with _own_session(parallelism, settings) as own:
         yield own
 
 
@@ -118,18 +127,8 @@ async def _guarded_session(
     if not guard.enabled:
         yield None
         return
-    connector = aiohttp.TCPConnector(
-        limit=parallelism,
-        limit_per_host=settings.polite.max_per_host,
-        ssl=settings.verify_tls,
-        resolver=GuardedResolver(guard),
-        use_dns_cache=False,
-    )
-    async with aiohttp.ClientSession(
-        connector=connector,
-        headers={"User-Agent": settings.user_agent},
-        cookie_jar=aiohttp.DummyCookieJar(),
-    ) as own:
+    resolver = GuardedResolver(guard)
+    async with _own_session(parallelism, settings, resolver=resolver, use_dns_cache=False) as own:
         yield own
 
 
