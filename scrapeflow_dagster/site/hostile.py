@@ -25,6 +25,8 @@ import zlib
 
 from aiohttp import web
 
+from scrapeflow_dagster.site.client_routes import stream_bytes
+
 INDEX_PATH = "/hostile/"
 HUGE_BYTES = 300 * 1024 * 1024
 BOMB_BYTES = 256 * 1024 * 1024
@@ -41,7 +43,6 @@ CASES = (
     "/hostile/bomb",
     "/hostile/deep/a",
 )
-_CHUNK = b"x" * 65_536
 
 
 @functools.cache
@@ -99,13 +100,7 @@ class Hostile:
 
     async def huge(self, request: web.Request) -> web.StreamResponse:
         """`HUGE_BYTES` of body, declared and streamed."""
-        response = web.StreamResponse(headers={"Content-Type": "text/html"})
-        response.content_length = HUGE_BYTES
-        await response.prepare(request)
-        for start in range(0, HUGE_BYTES, len(_CHUNK)):
-            await response.write(_CHUNK[: HUGE_BYTES - start])
-        await response.write_eof()
-        return response
+        return await stream_bytes(request, HUGE_BYTES, "text/html")
 
     async def bomb(self, request: web.Request) -> web.Response:
         """A gzip body (`Content-Encoding: gzip`) that inflates to `BOMB_BYTES`."""

@@ -49,20 +49,21 @@ def test_definitions_resolve_with_assets_sensors_schedule() -> None:
         assert node.backfill_policy == dg.BackfillPolicy.single_run()
 
 
-def test_dagster_cli_validates_the_workspace() -> None:
-    done = subprocess.run(
-        [
-            str(BIN_DIR / "dagster"),
-            "definitions",
-            "validate",
-            "-w",
-            str(REPO_ROOT / "workspace.yaml"),
-        ],
+def validate_workspace(env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`dagster definitions validate -w workspace.yaml`, from a folder without a `.env`."""
+    command = [str(BIN_DIR / "dagster"), "definitions", "validate"]
+    return subprocess.run(
+        [*command, "-w", str(REPO_ROOT / "workspace.yaml")],
         cwd=COMMAND_CWD,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_dagster_cli_validates_the_workspace() -> None:
+    done = validate_workspace()
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -178,19 +179,6 @@ def test_a_bad_deployment_variable_is_named_when_the_location_loads(
     name: str, value: str, said: str
 ) -> None:
     env = {**os.environ, name: value}
-    done = subprocess.run(
-        [
-            str(BIN_DIR / "dagster"),
-            "definitions",
-            "validate",
-            "-w",
-            str(REPO_ROOT / "workspace.yaml"),
-        ],
-        cwd=COMMAND_CWD,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = validate_workspace(env)
     assert done.returncode != 0
     assert f"{name} {said}" in done.stdout + done.stderr
