@@ -1,6 +1,14 @@
-"""Which Dagster packages the batched storages were written against, and what to do on others."""
+"""Which Dagster versions the batched storages (and the few other uses of Dagster internals) are
+verified on, and what happens on others.
+
+A version is verified when the storage contract tests and the asset tests have passed on it:
+`make test` on the versions `pyproject.toml` resolves to with every extra, `make compat` on the
+newest 1.13 patch the package index serves (docs/compatibility.md: adding a verified version).
+"""
 
 import logging
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from importlib import metadata
@@ -9,13 +17,16 @@ import dagster
 
 # The batched writers reproduce the rows Dagster's own SQL storages write for asset events and
 # lean on their private helpers: both may change in any release.
-WRITTEN_AGAINST_DAGSTER = "1.13.27"
-WRITTEN_AGAINST = {
-    "dagster": WRITTEN_AGAINST_DAGSTER,
+VERIFIED: dict[str, tuple[str, ...]] = {
+    "dagster": ("1.13.27", "1.13.28"),
     # The UI reads partition states through it (GraphQL): checked in the contract test.
-    "dagster-webserver": "1.13.27",
-    "dagster-postgres": "0.29.27",
+    "dagster-webserver": ("1.13.27", "1.13.28"),
+    # 0.29.27 requires dagster 1.13.27 exactly: a Postgres home runs on that one.
+    "dagster-postgres": ("0.29.27",),
 }
+# Set (to 1) by `make compat` only: treat the installed versions as verified, to find out
+# whether they are (the contract tests fail loudly on what moved).
+ADMIT_INSTALLED_ENV = "SCRAPEFLOW_ADMIT_INSTALLED_DAGSTER"
 # What each batched storage leans on.
 SQLITE_PACKAGES = ("dagster", "dagster-webserver")
 POSTGRES_PACKAGES = ("dagster", "dagster-webserver", "dagster-postgres")
@@ -39,10 +50,10 @@ def _warn_once(found: str, fallback: str) -> None:
     if (found, fallback) in _warned:
         return
     _warned.add((found, fallback))
-    wanted = ", ".join(f"{name} {WRITTEN_AGAINST[name]}" for name in WRITTEN_AGAINST)
+    wanted = "; ".join(f"{name} {', '.join(VERIFIED[name])}" for name in VERIFIED)
     message = (
-        f"scrapeflow_dagster was written against {wanted}; this is {found}: {fallback} until it"
-        " is checked against these versions"
+        f"scrapeflow_dagster is verified on {wanted}; this is {found}: {fallback} until"
+        " `make compat` passes on it (docs/compatibility.md)"
     )
     logger.warning(message)
     warnings.warn(message, RuntimeWarning, stacklevel=3)
@@ -54,11 +65,11 @@ def supports_installed_versions(
     fallback: str = STORAGE_FALLBACK,
     installed: Mapping[str, str | None] | None = None,
 ) -> bool:
-    """Whether every package of `packages` has the version written against; warns once per set
-    of versions found and fallback when one differs.
+    """Whether every package of `packages` has a verified version (or `make compat` admits the
+    installed ones); warns once per set of versions found and fallback when one is not.
 
     Args:
-        packages: distribution names among `WRITTEN_AGAINST`.
+        packages: distribution names among `VERIFIED`.
         fallback: what happens instead, for the warning.
         installed: the versions to check (default: the installed ones; for tests).
     """
@@ -66,7 +77,9 @@ def supports_installed_versions(
         name: (installed[name] if installed is not None else installed_version(name))
         for name in packages
     }
-    differing = [name for name in packages if found[name] != WRITTEN_AGAINST[name]]
+    if installed is None and os.environ.get(ADMIT_INSTALLED_ENV) == "1":
+        return True
+    differing = [name for name in packages if found[name] not in VERIFIED[name]]
     if not differing:
         return True
     _warn_once(
@@ -87,6 +100,21 @@ def supports_dagster_version(
         version: the running Dagster's version (`dagster.__version__` unless testing).
         fallback: what happens instead, for the warning.
     """
+    if version == dagster.__version__:
+        return supports_installed_versions(["dagster"], fallback=fallback)
     return supports_installed_versions(
         ["dagster"], fallback=fallback, installed={"dagster": version}
     )
+
+
+def main() -> None:
+    """Print the installed Dagster packages and whether each is verified (`make compat`)."""
+    for name, versions in VERIFIED.items():
+        found = installed_version(name)
+        state = "verified" if found in versions else "NOT verified"
+        line = f"{name} {found or '(not installed)'}: {state} (verified: {', '.join(versions)})"
+        sys.stdout.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -167,7 +167,8 @@ def _wait_for_a_waiting_advisory_lock(url: str) -> None:
 def test_another_package_version_is_refused_with_one_warning(
     package: str, version: str | None
 ) -> None:
-    installed = {**version_guard.WRITTEN_AGAINST, package: version}
+    verified = {name: versions[0] for name, versions in version_guard.VERIFIED.items()}
+    installed = {**verified, package: version}
     shown = f"{package} {version or '(not installed)'}"
     with pytest.warns(RuntimeWarning, match=re.escape(f"this is {shown}:")):
         assert not version_guard.supports_installed_versions(

@@ -18,6 +18,7 @@ from scrapeflow_dagster_tests.storage.homes import (
     materialize,
     materialize_command,
     process_env,
+    require_postgres_extra,
     write_home,
 )
 from scrapeflow_dagster_tests.storage.partitioned_defs import partition_key
@@ -72,6 +73,7 @@ def test_a_killed_run_loses_at_most_its_buffer_and_the_next_run_completes(
 ) -> None:
     url = None
     if storage == "postgres":
+        require_postgres_extra()
         server: PostgresServer = request.getfixturevalue("postgres")
         url = server.database("sigkill")
     home = write_home(

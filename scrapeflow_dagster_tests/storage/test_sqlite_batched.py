@@ -189,7 +189,7 @@ def test_dagster_yaml_configures_it_for_every_process(tmp_path: Path) -> None:
             assert rebuilt.event_log_storage.inst_data == storage.inst_data
 
 
-@pytest.mark.parametrize("version", ["1.13.28", "1.14.0", "1.13.27rc1", "1!0+dev"])
+@pytest.mark.parametrize("version", ["1.13.26", "1.14.0", "1.13.27rc1", "1!0+dev"])
 def test_another_dagster_version_is_refused_with_one_warning(version: str) -> None:
     with pytest.warns(RuntimeWarning, match=re.escape(f"this is dagster {version}:")):
         assert not version_guard.supports_dagster_version(version)
@@ -199,5 +199,14 @@ def test_another_dagster_version_is_refused_with_one_warning(version: str) -> No
     assert again == []
 
 
-def test_the_written_against_version_is_accepted() -> None:
-    assert version_guard.supports_dagster_version(version_guard.WRITTEN_AGAINST_DAGSTER)
+@pytest.mark.parametrize("version", version_guard.VERIFIED["dagster"])
+def test_each_verified_version_is_accepted(version: str) -> None:
+    assert version_guard.supports_dagster_version(version)
+
+
+def test_make_compat_admits_the_installed_version_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(version_guard.ADMIT_INSTALLED_ENV, "1")
+    assert version_guard.supports_dagster_version(dg.__version__)
+    # Another version is still refused (one the refusal test above has not warned about).
+    with pytest.warns(RuntimeWarning, match=re.escape("this is dagster 1.14.1:")):
+        assert not version_guard.supports_dagster_version("1.14.1")
