@@ -2,8 +2,9 @@
 
 `BufferedEventLog` goes before a Dagster SQL event log storage in the bases of a class
 (`class X(BufferedEventLog, SqliteEventLogStorage)`); the class writes a batch in
-`_write_buffered`. The buffer holds a run's materialisations and planned materialisations (one
-of each per partition) and is flushed:
+`_write_rows`. A run's planned events come as one event per asset naming its partitions and are
+written at once as the rows of one event per partition (`planned`). The buffer holds a run's
+materialisations and other planned materialisations (one of each per partition) and is flushed:
 
 - before any other event of the process is stored, so the order of a process's events holds;
 - when it holds `max_buffered_events` events, or its oldest is `max_buffer_seconds` old (checked
@@ -33,6 +34,8 @@ import dagster as dg
 from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance import RUNLESS_RUN_ID
+
+from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
 DEFAULT_MAX_BUFFER_SECONDS = 5.0
@@ -101,9 +104,25 @@ class BufferedEventLog:
         self._buffer_lock = threading.RLock()
         _live_storages.add(self)
 
-    def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
-        """Write `events` (buffered ones, in order) as the stock storage would, in batches."""
+    def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
+        """Write `events` (in order) with their event `rows` as the stock storage would, in
+        batches."""
         raise NotImplementedError
+
+    def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
+        self._write_rows(events, [self._event_to_row(event) for event in events])  # type: ignore[attr-defined]
+
+    @property
+    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
+        # Dagster then sends a run's planned events as one per asset (`planned`).
+        return self._batching
+
+    def _store_planned_subset(self, event: EventLogEntry) -> None:
+        with self._buffer_lock:
+            self.flush()  # what came before it is written before it
+            events, rows = per_partition_rows(self, event)  # type: ignore[arg-type]
+            if events:
+                self._write_rows(events, rows)
 
     @property
     def buffered_event_count(self) -> int:
@@ -111,6 +130,9 @@ class BufferedEventLog:
         return len(self._buffer)
 
     def store_event(self, event: EventLogEntry) -> None:
+        if self._batching and is_planned_subset(event):
+            self._store_planned_subset(event)
+            return
         if not (self._batching and is_buffered(event)):
             self.flush()
             super().store_event(event)  # type: ignore[misc]
@@ -132,7 +154,7 @@ class BufferedEventLog:
             return
         with self._buffer_lock:
             for event in events:
-                if is_buffered(event):
+                if is_buffered(event) and not is_planned_subset(event):
                     self._buffer.append(event)
                 else:
                     self.store_event(event)

@@ -59,6 +59,7 @@ from scrapeflow_dagster.storage.buffer import (
     buffer_config_fields,
     is_buffered,
 )
+from scrapeflow_dagster.storage.planned import Row
 from scrapeflow_dagster.storage.postgres_write import write_events
 from scrapeflow_dagster.storage.version_guard import (
     POSTGRES_PACKAGES,
@@ -155,8 +156,8 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         if kept:
             super().store_event_batch(kept)
 
-    def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
-        write_events(self, self._engine, events)
+    def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
+        write_events(self, self._engine, events, rows)
 
     def dispose(self) -> None:
         super().dispose()

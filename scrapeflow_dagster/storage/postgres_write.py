@@ -33,14 +33,19 @@ EVENT_LOG_LOCK_KEY = 0x5C12A9F10E7E1106
 
 
 def write_events(
-    storage: SqlEventLogStorage, engine: Engine, events: Sequence[EventLogEntry]
+    storage: SqlEventLogStorage,
+    engine: Engine,
+    events: Sequence[EventLogEntry],
+    rows: Sequence[dict[str, Any]] | None = None,
 ) -> list[int]:
     """Store `events` (any run's events, in order) in one transaction; returns their ids.
 
-    Asset events get their indexed tags and `asset_keys` rows as stock dagster-postgres writes
+    `rows` are their event rows when the caller made them (default: `_event_to_row`). Asset
+    events get their indexed tags and `asset_keys` rows as stock dagster-postgres writes
     them; the caller stores asset check events' extra rows (they need the committed ids).
     """
-    rows = [storage._event_to_row(event) for event in events]
+    if rows is None:
+        rows = [storage._event_to_row(event) for event in events]
     asset_events = [
         (event, position)
         for position, event in enumerate(events)

@@ -41,6 +41,7 @@ from scrapeflow_dagster.storage.buffer import (
     BufferedEventLog,
     buffer_config_fields,
 )
+from scrapeflow_dagster.storage.planned import Row
 from scrapeflow_dagster.storage.version_guard import SQLITE_PACKAGES, supports_installed_versions
 
 
@@ -84,9 +85,8 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
     ) -> "BatchedSqliteEventLogStorage":
         return cls(inst_data=inst_data, **config_value)
 
-    def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
+    def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
         # One transaction per run shard, then one in the index shard.
-        rows = [self._event_to_row(event) for event in events]
         for run_id, run_rows in rows_by_run(events, rows).items():
             write_run_shard(self, run_id, run_rows)
         write_index_shard(self, events, rows)

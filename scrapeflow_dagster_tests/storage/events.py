@@ -38,6 +38,33 @@ def planned(run_id: str, asset: str, partition: str) -> EventLogEntry:
     return _entry(run_id, event)
 
 
+def planned_subset(run_id: str, asset: str, keys: list[str]) -> list[EventLogEntry]:
+    """A run's planned event of `keys` as one event (what run creation logs to a storage that
+    takes partition subsets), then the per-partition events stock Dagster logs instead, in the
+    subset's key order, all at the same time."""
+    partitions_def = dg.DynamicPartitionsDefinition(name="tasks")
+    subset = partitions_def.subset_with_partition_keys(keys).to_serializable_subset()
+    one = _entry(
+        run_id,
+        DagsterEvent.build_asset_materialization_planned_event(
+            JOB_NAME,
+            STEP_KEY,
+            AssetMaterializationPlannedData(dg.AssetKey(asset), partitions_subset=subset),
+        ),
+    )
+    each = [
+        one._replace(
+            dagster_event=DagsterEvent.build_asset_materialization_planned_event(
+                JOB_NAME,
+                STEP_KEY,
+                AssetMaterializationPlannedData(dg.AssetKey(asset), partition=key),
+            )
+        )
+        for key in subset.get_partition_keys()
+    ]
+    return [one, *each]
+
+
 def materialized(run_id: str, asset: str, partition: str, version: str = "v1") -> EventLogEntry:
     """An ASSET_MATERIALIZATION of one partition with a data version tag (indexed by Dagster)."""
     materialization = dg.AssetMaterialization(

@@ -23,6 +23,7 @@ from scrapeflow_dagster_tests.storage.events import (
     log_line,
     materialized,
     planned,
+    planned_subset,
     two_runs,
 )
 from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, instance_of, write_home
@@ -73,6 +74,32 @@ def test_the_same_events_give_the_same_rows_as_stock_dagster(tmp_path: Path) -> 
         assert table_dump(tmp_path / "batched" / f"{shard}.db") == table_dump(
             tmp_path / "stock" / f"{shard}.db"
         ), shard
+
+
+def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_stores_each(
+    tmp_path: Path,
+) -> None:
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=3)
+    # Run creation asks the storage: one planned event per asset naming the run's partitions.
+    assert batched.supports_partition_subset_in_asset_materialization_planned_events
+    assert not stock.supports_partition_subset_in_asset_materialization_planned_events
+    keys = [f"k{i}" for i in range(50)] + ['quote"d', "back\\slash", "ünï/cødé", "a b"]
+    one, *each = planned_subset(RUN, "flaky", keys)
+    before, after = materialized(RUN, "flaky", "k0"), log_line(RUN)
+    for event in (before, *each, after):
+        stock.store_event(event)
+    for event in (before, one, after):
+        batched.store_event(event)
+    batched.dispose()
+    stock.dispose()
+    for shard in ("index", RUN):
+        assert table_dump(tmp_path / "batched" / f"{shard}.db") == table_dump(
+            tmp_path / "stock" / f"{shard}.db"
+        ), shard
+    partitions = [row[1] for row in shard_rows(tmp_path / "batched", "index")]
+    # In the index shard (a log line is only in the run's): one row per partition, in order.
+    assert partitions == ["k0", *[event.dagster_event.partition for event in each]]  # type: ignore[union-attr]
 
 
 def test_asset_events_wait_for_the_next_other_event_and_keep_their_order(
