@@ -10,8 +10,6 @@ from datetime import datetime
 
 import aiohttp
 from protego import Protego
-from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
-from usp.tree import sitemap_from_str
 from yarl import URL
 
 from scrapeflow_dagster.engine.redact import redact
@@ -54,6 +52,11 @@ async def read_sitemaps(
     A file that cannot be fetched or parsed is a problem of the reading, named by URL; it
     never stops the others.
     """
+    # Imported here: usp (and requests below it) takes ~0.1 s, which every crawl's start would
+    # pay for the few that read a sitemap.
+    from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
+    from usp.tree import sitemap_from_str
+
     settings = settings or ScrapeSettings()
     reading = SitemapReading()
     timeout = aiohttp.ClientTimeout(total=settings.request_timeout_seconds)
