@@ -14,6 +14,9 @@ index shard), ~11 ms per event on a small machine. Here they wait in a per-proce
 (`buffer`: when it is flushed) and are written together (`batch_write`): one transaction per
 run shard, then one in the index shard.
 
+Shards are opened through one engine per shard and new run shards are copies of one made by
+stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every run's fixed cost.
+
 A process killed with SIGKILL loses at most its buffered events; each shard's part of a batch
 is one transaction, so what is stored stays consistent (a kill between the two transactions
 leaves events in the run shard only, as stock Dagster can for one event).
@@ -26,13 +29,15 @@ On a Dagster or dagster-webserver other than the ones this was written against, 
 buffered (`version_guard`).
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypedDict
 
 import dagster as dg
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from dagster._serdes import ConfigurableClassData
+from sqlalchemy.engine import Connection, Engine
 
 from scrapeflow_dagster.storage.batch_write import rows_by_run, write_index_shard, write_run_shard
 from scrapeflow_dagster.storage.buffer import (
@@ -42,6 +47,7 @@ from scrapeflow_dagster.storage.buffer import (
     buffer_config_fields,
 )
 from scrapeflow_dagster.storage.planned import Row
+from scrapeflow_dagster.storage.sqlite_shards import ShardEngines, ShardTemplate, is_stamped
 from scrapeflow_dagster.storage.version_guard import SQLITE_PACKAGES, supports_installed_versions
 
 
@@ -73,6 +79,8 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
             max_buffer_seconds=max_buffer_seconds,
             batching=supports_installed_versions(SQLITE_PACKAGES),
         )
+        self._shard_engines = ShardEngines()
+        self._shard_template = ShardTemplate()
         super().__init__(base_dir, inst_data=inst_data)
 
     @classmethod
@@ -84,6 +92,42 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         cls, inst_data: ConfigurableClassData | None, config_value: BatchedSqliteConfig
     ) -> "BatchedSqliteEventLogStorage":
         return cls(inst_data=inst_data, **config_value)
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[Connection]:
+        if not self._batching:
+            with super()._connect(shard) as conn:
+                yield conn
+            return
+        # As stock, with the shard's engine kept (see the module).
+        with self._db_lock:
+            engine = self._shard_engines.get(self.conn_string_for_shard(shard))
+            if shard not in self._initialized_dbs:
+                self._initdb(engine)
+                self._initialized_dbs.add(shard)
+            with engine.connect() as conn, conn.begin():
+                yield conn
+
+    def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
+        if not self._batching or for_index_shard:
+            super()._initdb(engine, for_index_shard)
+            return
+        path = engine.url.database or ""
+        if is_stamped(engine):
+            return
+        stock = super()._initdb
+        if path and path != ":memory:" and self._shard_template.create(path, stock):
+            return
+        stock(engine)
+
+    def wipe(self) -> None:
+        super().wipe()
+        self._shard_engines.forget()
+
+    def _forget_buffer_after_fork(self) -> None:
+        super()._forget_buffer_after_fork()
+        self._shard_engines.forget()
+        self._shard_template.forget()
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
         # One transaction per run shard, then one in the index shard.

@@ -3,6 +3,7 @@ that it writes the same rows as Dagster's own `SqliteEventLogStorage` fed the sa
 
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -100,6 +101,38 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
     partitions = [row[1] for row in shard_rows(tmp_path / "batched", "index")]
     # In the index shard (a log line is only in the run's): one row per partition, in order.
     assert partitions == ["k0", *[event.dagster_event.partition for event in each]]  # type: ignore[union-attr]
+
+
+def schema(path: Path) -> dict[str, Any]:
+    with sqlite3.connect(path) as db:
+        return {
+            "objects": db.execute(
+                "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+            ).fetchall(),
+            "revision": db.execute("SELECT version_num FROM alembic_version").fetchall(),
+            "journal_mode": db.execute("PRAGMA journal_mode").fetchone(),
+        }
+
+
+def test_new_run_shards_are_the_ones_stock_dagster_makes(tmp_path: Path) -> None:
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"))
+    # The first new shard is made by stock `_initdb` (the template), the next ones are copies.
+    for run_id in (RUN, OTHER_RUN):
+        stock.store_event(log_line(run_id))
+        batched.store_event(log_line(run_id))
+    # Another process made this one: it is opened, not made again.
+    third = "0f1e2d3c-0000-4000-8000-000000000003"
+    shutil.copyfile(tmp_path / "stock" / f"{RUN}.db", tmp_path / "batched" / f"{third}.db")
+    batched.store_event(log_line(third, "in a shard made elsewhere"))
+    batched.dispose()
+    stock.dispose()
+    for run_id in (RUN, OTHER_RUN):
+        made = schema(tmp_path / "batched" / f"{run_id}.db")
+        assert made == schema(tmp_path / "stock" / f"{run_id}.db"), run_id
+        assert made["journal_mode"] == ("wal",) and made["revision"]
+    assert len(shard_rows(tmp_path / "batched", third)) == 2
+    assert [p.name for p in (tmp_path / "batched").iterdir() if p.name.endswith(".staged")] == []
 
 
 def test_asset_events_wait_for_the_next_other_event_and_keep_their_order(

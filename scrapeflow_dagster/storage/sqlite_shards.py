@@ -1,0 +1,133 @@
+"""Run shards of Dagster's SQLite event log, opened and created without Dagster's fixed costs.
+
+Stock `SqliteEventLogStorage._connect` builds a new SQLAlchemy engine for every query (the
+dialect set up again each time: ~0.3 ms, four or five times per stored event), and the first
+connection of a process to each shard runs `_initdb`, which loads Dagster's ~180 alembic
+migration scripts to compare revisions (~25 ms per shard and process, twice for a new shard:
+check, then stamp). A run on the embedded home stores ~45 such events and opens its shard from
+every step process: ~0.1-0.2 s of each run's fixed cost.
+
+Here:
+- `ShardEngines` keeps one engine per shard (still `NullPool`: every query opens and closes
+  its own SQLite connection as stock does, so locking between processes is unchanged).
+- `is_stamped` skips `_initdb` for a shard whose `alembic_version` holds a revision: stock
+  `_initdb` does nothing then either.
+- `ShardTemplate` creates a new shard as a copy of one that stock `_initdb` made in this
+  process, put in place with a create-only link: the same schema, WAL mode and revision, for
+  the price of a file copy; a shard another process is creating at the same time is left to
+  stock `_initdb` and its retries.
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlalchemy as db
+from dagster._core.storage.sqlite import create_db_conn_string
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
+
+# As stock (`SQLITE_BUSY_TIMEOUT_SECONDS` in Dagster's SQLite event log).
+BUSY_TIMEOUT_SECONDS = 30
+MAX_ENGINES = 32  # a long-lived process (the daemon, the webserver) reads many runs
+
+
+class ShardEngines:
+    """One `NullPool` engine per shard path, the least recently used dropped past `MAX_ENGINES`."""
+
+    def __init__(self, max_engines: int = MAX_ENGINES) -> None:
+        self._engines: OrderedDict[str, Engine] = OrderedDict()
+        self._max = max_engines
+        self._lock = threading.Lock()
+
+    def get(self, conn_string: str) -> Engine:
+        with self._lock:
+            engine = self._engines.get(conn_string)
+            if engine is None:
+                engine = db.create_engine(
+                    conn_string,
+                    poolclass=NullPool,
+                    connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
+                )
+                self._engines[conn_string] = engine
+                while len(self._engines) > self._max:
+                    _, dropped = self._engines.popitem(last=False)
+                    dropped.dispose()
+            else:
+                self._engines.move_to_end(conn_string)
+            return engine
+
+    def forget(self) -> None:
+        """Drop every engine (after a fork, `wipe` or `upgrade`)."""
+        with self._lock:
+            self._engines = OrderedDict()
+
+
+def is_stamped(engine: Engine) -> bool:
+    """Whether the shard of `engine` exists with an alembic revision (stock `_initdb` then does
+    nothing). Never creates the file."""
+    path = engine.url.database
+    if not path or not os.path.exists(path):
+        return False
+    try:
+        with engine.connect() as conn:
+            revision = conn.execute(db.text("SELECT version_num FROM alembic_version")).first()
+    except db.exc.OperationalError:  # no such table: empty or half made by another process
+        return False
+    return revision is not None and bool(revision[0])
+
+
+class ShardTemplate:
+    """New run shards as copies of one made by stock `_initdb` in this process."""
+
+    def __init__(self) -> None:
+        self._dir: Path | None = None
+        self._lock = threading.Lock()
+
+    def _template(self, stock_initdb: Callable[[Engine], None]) -> Path:
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="scrapeflow-shard-template-"))
+            atexit.register(_remove_in, os.getpid(), self._dir)
+        path = self._dir / "template.db"
+        if not path.exists():
+            made = self._dir / f"making-{os.getpid()}.db"
+            engine = db.create_engine(
+                create_db_conn_string(str(self._dir), made.stem), poolclass=NullPool
+            )
+            try:
+                stock_initdb(engine)
+            finally:
+                engine.dispose()  # the last connection closed: the WAL is checkpointed
+            os.replace(made, path)
+        return path
+
+    def create(self, target: str, stock_initdb: Callable[[Engine], None]) -> bool:
+        """Create the shard file `target` from the template; False when it exists already (made
+        by another process, perhaps not finished: the caller initialises it as stock does)."""
+        with self._lock:
+            template = self._template(stock_initdb)
+            staged = f"{target}.{os.getpid()}.{threading.get_ident()}.staged"
+            shutil.copyfile(template, staged)
+            try:
+                os.link(staged, target)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(staged)
+            return True
+
+    def forget(self) -> None:
+        """After a fork: the child makes a template of its own when it needs one."""
+        self._dir = None
+        self._lock = threading.Lock()
+
+
+def _remove_in(pid: int, folder: Path) -> None:
+    # Forked children inherit the exit handler: only the process that made the folder removes it.
+    if os.getpid() == pid:
+        shutil.rmtree(folder, ignore_errors=True)
