@@ -19,7 +19,14 @@ from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 from scrapeflow_dagster.storage import version_guard
 from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
 from scrapeflow_dagster.storage.postgres_write import EVENT_LOG_LOCK_KEY
-from scrapeflow_dagster_tests.storage.events import RUN, log_line, materialized, planned, two_runs
+from scrapeflow_dagster_tests.storage.events import (
+    RUN,
+    log_line,
+    materialized,
+    planned,
+    planned_subset,
+    two_runs,
+)
 from scrapeflow_dagster_tests.support.postgres import PostgresServer
 
 LOCK_WAIT_TIMEOUT_SECONDS = 60.0
@@ -74,6 +81,28 @@ def test_the_same_events_give_the_same_rows_as_stock_dagster_postgres(
     found, expected = table_dump(batched_url), table_dump(stock_url)
     assert len(expected["event_logs"]) == len(events)
     assert len(expected["asset_event_tags"]) == 8  # a data version tag per materialisation
+    assert found == expected
+
+
+def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_stores_each(
+    postgres: PostgresServer,
+) -> None:
+    stock_url, batched_url = postgres.database("subset_stock"), postgres.database("subset_batched")
+    stock = PostgresEventLogStorage(stock_url)
+    batched = BatchedPostgresEventLogStorage(batched_url, max_buffered_events=3)
+    assert batched.supports_partition_subset_in_asset_materialization_planned_events
+    assert not stock.supports_partition_subset_in_asset_materialization_planned_events
+    keys = [f"k{i}" for i in range(50)] + ['quote"d', "ünï/cødé"]
+    one, *each = planned_subset(RUN, "flaky", keys)
+    before, after = materialized(RUN, "flaky", "k0"), log_line(RUN)
+    for event in (before, *each, after):
+        stock.store_event(event)
+    for event in (before, one, after):
+        batched.store_event(event)
+    batched.dispose()
+    stock.dispose()
+    found, expected = table_dump(batched_url), table_dump(stock_url)
+    assert len(expected["event_logs"]) == len(keys) + 2
     assert found == expected
 
 
