@@ -1,6 +1,7 @@
 """Real Dagster event log entries, built the way Dagster builds them, for storage tests."""
 
 import time
+from typing import Any
 
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
@@ -63,6 +64,27 @@ def planned_subset(run_id: str, asset: str, keys: list[str]) -> list[EventLogEnt
         for key in subset.get_partition_keys()
     ]
     return [one, *each]
+
+
+# Partition keys whose JSON spelling is not the key itself.
+ODD_KEYS = ['quote"d', "back\\slash", "ünï/cødé", "a b"]
+
+
+def store_planned_both_ways(stock: Any, batched: Any, keys: list[str]) -> list[EventLogEntry]:
+    """Store a run's planned partitions `keys` in the `stock` storage one event each and in the
+    `batched` one as one event (as run creation logs it to each), between a materialisation and
+    a log line, then dispose both; returns the per-partition events."""
+    assert batched.supports_partition_subset_in_asset_materialization_planned_events
+    assert not stock.supports_partition_subset_in_asset_materialization_planned_events
+    one, *each = planned_subset(RUN, "flaky", keys)
+    before, after = materialized(RUN, "flaky", keys[0]), log_line(RUN)
+    for event in (before, *each, after):
+        stock.store_event(event)
+    for event in (before, one, after):
+        batched.store_event(event)
+    batched.dispose()
+    stock.dispose()
+    return each
 
 
 def materialized(run_id: str, asset: str, partition: str, version: str = "v1") -> EventLogEntry:

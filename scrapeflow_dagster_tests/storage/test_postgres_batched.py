@@ -20,11 +20,12 @@ from scrapeflow_dagster.storage import version_guard
 from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
 from scrapeflow_dagster.storage.postgres_write import EVENT_LOG_LOCK_KEY
 from scrapeflow_dagster_tests.storage.events import (
+    ODD_KEYS,
     RUN,
     log_line,
     materialized,
     planned,
-    planned_subset,
+    store_planned_both_ways,
     two_runs,
 )
 from scrapeflow_dagster_tests.support.postgres import PostgresServer
@@ -90,17 +91,8 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
     stock_url, batched_url = postgres.database("subset_stock"), postgres.database("subset_batched")
     stock = PostgresEventLogStorage(stock_url)
     batched = BatchedPostgresEventLogStorage(batched_url, max_buffered_events=3)
-    assert batched.supports_partition_subset_in_asset_materialization_planned_events
-    assert not stock.supports_partition_subset_in_asset_materialization_planned_events
-    keys = [f"k{i}" for i in range(50)] + ['quote"d', "ünï/cødé"]
-    one, *each = planned_subset(RUN, "flaky", keys)
-    before, after = materialized(RUN, "flaky", "k0"), log_line(RUN)
-    for event in (before, *each, after):
-        stock.store_event(event)
-    for event in (before, one, after):
-        batched.store_event(event)
-    batched.dispose()
-    stock.dispose()
+    keys = [f"k{i}" for i in range(50)] + ODD_KEYS
+    store_planned_both_ways(stock, batched, keys)
     found, expected = table_dump(batched_url), table_dump(stock_url)
     assert len(expected["event_logs"]) == len(keys) + 2
     assert found == expected

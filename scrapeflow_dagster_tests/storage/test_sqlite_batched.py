@@ -19,12 +19,13 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventL
 from scrapeflow_dagster.storage import version_guard
 from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
 from scrapeflow_dagster_tests.storage.events import (
+    ODD_KEYS,
     OTHER_RUN,
     RUN,
     log_line,
     materialized,
     planned,
-    planned_subset,
+    store_planned_both_ways,
     two_runs,
 )
 from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, instance_of, write_home
@@ -83,17 +84,7 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
     stock = SqliteEventLogStorage(str(tmp_path / "stock"))
     batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=3)
     # Run creation asks the storage: one planned event per asset naming the run's partitions.
-    assert batched.supports_partition_subset_in_asset_materialization_planned_events
-    assert not stock.supports_partition_subset_in_asset_materialization_planned_events
-    keys = [f"k{i}" for i in range(50)] + ['quote"d', "back\\slash", "ünï/cødé", "a b"]
-    one, *each = planned_subset(RUN, "flaky", keys)
-    before, after = materialized(RUN, "flaky", "k0"), log_line(RUN)
-    for event in (before, *each, after):
-        stock.store_event(event)
-    for event in (before, one, after):
-        batched.store_event(event)
-    batched.dispose()
-    stock.dispose()
+    each = store_planned_both_ways(stock, batched, [f"k{i}" for i in range(50)] + ODD_KEYS)
     for shard in ("index", RUN):
         assert table_dump(tmp_path / "batched" / f"{shard}.db") == table_dump(
             tmp_path / "stock" / f"{shard}.db"
