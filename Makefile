@@ -32,6 +32,7 @@ typecheck: $(STAMP)
 
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
+	$(MAKE) compat
 
 # The storage contract and asset tests on the newest 1.13 Dagster the package index serves with
 # this package's requirements, in a venv of its own, its versions admitted by the guard for the

@@ -112,10 +112,9 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         if not self._batching or for_index_shard:
             super()._initdb(engine, for_index_shard)
             return
-        path = engine.url.database or ""
         if is_stamped(engine):
             return
-        stock = super()._initdb
+        path, stock = engine.url.database, super()._initdb
         if path and path != ":memory:" and self._shard_template.create(path, stock):
             return
         stock(engine)

@@ -28,12 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as db
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite import create_db_conn_string
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
-# As stock (`SQLITE_BUSY_TIMEOUT_SECONDS` in Dagster's SQLite event log).
-BUSY_TIMEOUT_SECONDS = 30
 MAX_ENGINES = 32  # a long-lived process (the daemon, the webserver) reads many runs
 
 
@@ -52,7 +51,7 @@ class ShardEngines:
                 engine = db.create_engine(
                     conn_string,
                     poolclass=NullPool,
-                    connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
+                    connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
                 )
                 self._engines[conn_string] = engine
                 while len(self._engines) > self._max:
@@ -63,7 +62,7 @@ class ShardEngines:
             return engine
 
     def forget(self) -> None:
-        """Drop every engine (after a fork, `wipe` or `upgrade`)."""
+        """Drop every engine (after a fork or `wipe`)."""
         with self._lock:
             self._engines = OrderedDict()
 
