@@ -67,7 +67,8 @@ Routes (and the module that serves them):
         targets as they arrived (undecoded).
     `GET /control/requests` (`traffic`): every non-control request counted:
         `{"paths": {path: n}, "statuses": {path: {"200": a, "304": b}}, "max_in_flight":
-        {host: n}, "in_flight": {host: n}}`, hosts as the requests' Host headers.
+        {host: n}, "max_in_flight_by_client": {host: {client address: n}}, "in_flight":
+        {host: n}}`, hosts as the requests' Host headers.
         `POST /control/requests/reset` zeroes the counts (requests still in flight stay in
         `in_flight` and start the new `max_in_flight`).
     `POST /control/reset`: forgets all flaky, timed and mixed state, the request counts and the

@@ -23,6 +23,9 @@ class Traffic:
         self.statuses: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.in_flight: Counter[str] = Counter()
         self.max_in_flight: Counter[str] = Counter()
+        # (Host header, client address): what each machine of a crawler held at one host.
+        self.client_in_flight: Counter[tuple[str, str]] = Counter()
+        self.max_client_in_flight: Counter[tuple[str, str]] = Counter()
 
     def forget(self) -> None:
         """Zero the counts; requests still in flight stay counted in `in_flight` (a live gauge)
@@ -30,6 +33,9 @@ class Traffic:
         self.paths.clear()
         self.statuses.clear()
         self.max_in_flight = Counter({h: n for h, n in self.in_flight.items() if n > 0})
+        self.max_client_in_flight = Counter(
+            {pair: n for pair, n in self.client_in_flight.items() if n > 0}
+        )
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -38,9 +44,14 @@ class Traffic:
         if path.startswith(CONTROL_PREFIX):
             return await handler(request)
         host = request.headers.get("Host", "")
+        pair = (host, request.remote or "")
         self.paths[path] += 1
         self.in_flight[host] += 1
         self.max_in_flight[host] = max(self.max_in_flight[host], self.in_flight[host])
+        self.client_in_flight[pair] += 1
+        self.max_client_in_flight[pair] = max(
+            self.max_client_in_flight[pair], self.client_in_flight[pair]
+        )
         status = "500"  # an unexpected exception becomes a 500
         try:
             response = await handler(request)
@@ -54,15 +65,21 @@ class Traffic:
             raise
         finally:
             self.in_flight[host] -= 1
+            self.client_in_flight[pair] -= 1
             self.statuses[path][status] += 1
 
     async def control(self, request: web.Request) -> web.Response:
-        """`{"paths", "statuses", "max_in_flight", "in_flight"}` as JSON."""
+        """`{"paths", "statuses", "max_in_flight", "max_in_flight_by_client", "in_flight"}` as
+        JSON (`max_in_flight_by_client`: Host header -> client address -> peak)."""
+        by_client: dict[str, dict[str, int]] = {}
+        for (host, client), most in self.max_client_in_flight.items():
+            by_client.setdefault(host, {})[client] = most
         return web.json_response(
             {
                 "paths": dict(self.paths),
                 "statuses": {path: dict(counts) for path, counts in self.statuses.items()},
                 "max_in_flight": dict(self.max_in_flight),
+                "max_in_flight_by_client": by_client,
                 "in_flight": dict(self.in_flight),
             }
         )

@@ -1,9 +1,13 @@
 """Per-host limits hold across machines through Redis: two engine processes that share no data
 folder (as two worker hosts share no lock files) and the real Redis; with the shared limits a
 host sees at most `max_per_host` requests in flight from both, and their starts spaced by the
-delay from both; without them (the control), each machine keeps its own limit."""
+delay from both; without them (the control), each machine keeps its own limit. A slot is a
+lease that its holder renews while it lives: held as long as needed, back within a lease once
+the holder is killed."""
 
+import asyncio
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -98,3 +102,62 @@ def test_two_machines_space_their_starts_by_the_hosts_delay(
     span = max(r["ended"] for r in results) - min(r["began"] for r in results)
     assert [r["done"] for r in results] == [4, 4]
     assert span >= 7 * 0.3
+
+
+HOLDER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
+
+    async def main():
+        limits = SharedHostLimits(sys.argv[1], lease_seconds=float(sys.argv[2]))
+        assert await limits.try_take("site:80", 1) is not None
+        print("taken", flush=True)
+        await asyncio.sleep(3600)  # holding the slot (renewing it) until killed
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_slot_held_longer_than_its_lease_stays_held(redis_broker: str) -> None:
+    from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
+
+    holder, other = (SharedHostLimits(redis_broker, lease_seconds=1.5) for _ in range(2))
+    try:
+        token = await holder.try_take("site:80", 1)
+        assert token is not None
+        await asyncio.sleep(4.5)  # three leases long: renewed, never run out
+        assert await other.try_take("site:80", 1) is None
+        await holder.give_back("site:80", token)
+        assert await other.try_take("site:80", 1) is not None
+    finally:
+        await holder.close()
+        await other.close()
+
+
+async def test_the_slot_of_a_killed_process_comes_back_within_its_lease(
+    redis_broker: str,
+) -> None:
+    from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
+
+    lease = 3.0
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, redis_broker, str(lease)], stdout=subprocess.PIPE, text=True
+    )
+    other = SharedHostLimits(redis_broker, lease_seconds=lease)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "taken"
+        await asyncio.sleep(lease * 1.5)  # renewed by the live holder past its first lease
+        assert await other.try_take("site:80", 1) is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        killed_at = time.monotonic()
+        while await other.try_take("site:80", 1) is None:
+            assert time.monotonic() - killed_at < lease + 1.0, "the dead holder's slot stayed"
+            await asyncio.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        await other.close()

@@ -6,7 +6,6 @@ run ends with exact states, and what was finished over there is not fetched agai
 
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from scrapeflow_dagster_tests.scaleout.helpers import (
     step_starts,
     succeeded,
 )
-from scrapeflow_dagster_tests.scaleout.workers import celery_workers
+from scrapeflow_dagster_tests.scaleout.workers import celery_workers, worker_on
 from scrapeflow_dagster_tests.support.netns import PublicHost, forwarded, public_host  # noqa: F401
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
@@ -41,13 +40,6 @@ CONFIG = json.dumps(
         }
     }
 )
-
-
-def namespace_pids(host: PublicHost) -> set[int]:
-    done = subprocess.run(
-        ["ip", "netns", "pids", host.name], capture_output=True, text=True, check=True
-    )
-    return {int(pid) for pid in done.stdout.split()}
 
 
 def test_a_worker_on_another_host_takes_a_shard_and_losing_that_host_loses_nothing(
@@ -80,21 +72,7 @@ def test_a_worker_on_another_host_takes_a_shard_and_losing_that_host_loses_nothi
         )
         rows = [(f"h-{n:02d}", f"{site}/flaky/h-{n:02d}?fail=0") for n in range(40)]
         keys = add_tasks(layout, home, rows)
-        remote_log = tmp_path / "remote-worker.log"
-        with remote_log.open("wb") as out:
-            remote = public_host.start(
-                [str(BIN_DIR / "scrapeflow"), "worker", "--concurrency", "1", "--name",
-                 f"remote-{os.getpid()}@other-host"],
-                env=env, cwd=COMMAND_CWD, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        wait_until(
-            lambda: b" ready." in remote_log.read_bytes(),
-            what="the worker on the other host",
-            timeout_seconds=90,
-            poll_seconds=0.2,
-            process=remote,
-            log_tail=lambda: remote_log.read_text()[-3000:],
-        )
+        worker_on(public_host, f"remote-{os.getpid()}@other-host", env, tmp_path / "remote.log")
         args = [str(BIN_DIR / "dagster"), "asset", "materialize", "-m", SHARDED_DEFS]
         args += ["--select", "scrape", "--partition-range", f"{keys[0]}...{keys[-1]}"]
         args += ["--config-json", CONFIG]
@@ -107,7 +85,7 @@ def test_a_worker_on_another_host_takes_a_shard_and_losing_that_host_loses_nothi
             try:
                 # Which shard the other host took: the one whose step process lives there.
                 def remote_shard() -> str | None:
-                    pids = namespace_pids(public_host)
+                    pids = public_host.pids()
                     for shard in ("shard_0", "shard_1"):
                         pid = started_pid(home, f"executor_chain.executor_chain_shard[{shard}]")
                         if pid in pids:
@@ -124,8 +102,7 @@ def test_a_worker_on_another_host_takes_a_shard_and_losing_that_host_loses_nothi
                 )
                 time.sleep(1.5)  # a few of its pages fetched
                 lost_at = time.monotonic()
-                for pid in namespace_pids(public_host):  # the host is gone, all at once
-                    os.kill(pid, signal.SIGKILL)
+                public_host.lose()  # the host is gone, all at once
                 finished_there = succeeded(layout, keys)
                 assert run.wait(timeout=300) == 0, log.read_text()[-5000:]
                 recovered_after = time.monotonic() - lost_at
@@ -142,9 +119,7 @@ def test_a_worker_on_another_host_takes_a_shard_and_losing_that_host_loses_nothi
     assert succeeded(layout, keys) == set(keys)
     assert keys_with(found, Status.MATERIALIZED) == set(keys)
     # The lost shard ran again here, after the visibility timeout, skipping what was done.
-    assert starts[f"executor_chain.executor_chain_shard[{shard}]"] not in namespace_pids(
-        public_host
-    )
+    assert starts[f"executor_chain.executor_chain_shard[{shard}]"] not in public_host.pids()
     assert finished_there, "the other host had finished nothing: killed too early to tell"
     assert fetched_again == []
     print(

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scrapeflow_dagster.scaleout.celery import VISIBILITY_TIMEOUT_ENV
+from scrapeflow_dagster_tests.support.netns import PublicHost
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.processes import stop_group, wait_until
 
@@ -66,3 +67,21 @@ def kill_worker_of(pid: int, workers: list["subprocess.Popen[bytes]"]) -> "subpr
     os.killpg(group, signal.SIGKILL)
     worker.wait(timeout=30)
     return worker
+
+
+def worker_on(host: PublicHost, name: str, env: Mapping[str, str], log: Path) -> None:
+    """A `scrapeflow worker --concurrency 1` named `name` on the test host `host` (stopped with
+    it), logging to `log`; returns once it is ready."""
+    with log.open("wb") as out:
+        worker = host.start(
+            [str(BIN_DIR / "scrapeflow"), "worker", "--concurrency", "1", "--name", name],
+            env=dict(env), cwd=COMMAND_CWD, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    wait_until(
+        lambda: b" ready." in log.read_bytes(),
+        what=f"the worker {name}",
+        timeout_seconds=120,
+        poll_seconds=0.2,
+        process=worker,
+        log_tail=lambda: log.read_text()[-3000:],
+    )

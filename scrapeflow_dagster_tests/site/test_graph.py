@@ -173,6 +173,7 @@ async def test_resets_zero_the_counts(site: LocalSite, session: aiohttp.ClientSe
         "paths": {},
         "statuses": {},
         "max_in_flight": {},
+        "max_in_flight_by_client": {},
         "in_flight": {f"127.0.0.1:{site.port}": 0},
     }
     await get(session, site.url("/graph/2"))
@@ -191,6 +192,7 @@ async def test_in_flight_is_measured_per_host_header(session: aiohttp.ClientSess
         seen = await counts(session, site)
         ip_host, name_host = f"127.0.0.1:{site.port}", f"localhost:{site.port}"
         assert seen["max_in_flight"] == {ip_host: 5, name_host: 3}
+        assert seen["max_in_flight_by_client"][ip_host] == {"127.0.0.1": 5}  # one machine
         assert seen["in_flight"] == {ip_host: 0, name_host: 0}
         async with session.post(site.url("/control/requests/reset")):
             pass

@@ -1,9 +1,14 @@
-"""A test host with a public address: a network namespace joined to this machine by a veth
-pair, its side holding a global address (11.x.y.2, DoD space no test ever leaves the machine
-through: the route exists only on the veth). Processes run inside with `ip netns exec`.
+"""Test hosts with public addresses: network namespaces joined to this machine by veth pairs,
+their side holding a global address (11.x.y.n, DoD space no test ever leaves the machine
+through: the route exists only on the veth or the bridge). Processes run inside with
+`ip netns exec`.
 
-`public_host` (fixture) skips without root or `ip netns`, saying so, unless
-`SCRAPEFLOW_REQUIRE_SERVICES=1` (CI), where that is a failure.
+`public_host` (fixture): one such host, reached from this machine over its own veth.
+`lan(names)`: several hosts on one bridge, as machines on one network: each reaches the others
+and this machine (the bridge's address) by address, none through loopback.
+
+Both skip without root or `ip netns`, saying so, unless `SCRAPEFLOW_REQUIRE_SERVICES=1` (CI),
+where that is a failure.
 """
 
 import asyncio
@@ -11,6 +16,7 @@ import contextlib
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import uuid
@@ -39,12 +45,44 @@ class PublicHost:
     def start(self, command: Sequence[str], **popen: object) -> subprocess.Popen[str]:
         """Start `command` inside the namespace (stopped when the fixture ends)."""
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.name, *command],
+            self.exec_prefix() + list(command),
             text=True,
             **popen,  # type: ignore[call-overload]
         )
         self.processes.append(proc)
         return proc
+
+    def exec_prefix(self) -> list[str]:
+        """The command prefix that runs a program inside the namespace."""
+        return ["ip", "netns", "exec", self.name]
+
+    def pids(self) -> set[int]:
+        """Every process running inside the namespace now."""
+        done = subprocess.run(
+            ["ip", "netns", "pids", self.name], capture_output=True, text=True, check=True
+        )
+        return {int(pid) for pid in done.stdout.split()}
+
+    def lose(self) -> int:
+        """SIGKILL every process inside the namespace at once (the host is gone, power cut);
+        returns how many there were."""
+        found = self.pids()
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return len(found)
+
+    def stop_processes(self) -> None:
+        """Stop what `start` started: SIGTERM, SIGKILL after 10 s."""
+        for proc in self.processes:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextlib.contextmanager
@@ -105,17 +143,68 @@ def _unavailable() -> str | None:
     return None
 
 
-@pytest.fixture
-def public_host() -> Iterator[PublicHost]:
-    """A namespace with a public address, torn down after the test."""
+def require_namespaces() -> None:
+    """Skip the test when namespaces cannot be made here (fail it under
+    `SCRAPEFLOW_REQUIRE_SERVICES=1`)."""
     reason = _unavailable()
     if reason is not None:
         if os.environ.get(REQUIRE_SERVICES_ENV) == "1":
             pytest.fail(f"{reason} ({REQUIRE_SERVICES_ENV}=1)")
         pytest.skip(reason)
+
+
+def _subnet(tag: str) -> str:
+    return f"11.{int(tag[:2], 16)}.{int(tag[2:4], 16)}"
+
+
+@contextlib.contextmanager
+def lan(names: Sequence[str]) -> Iterator[dict[str, PublicHost]]:
+    """Hosts `names` on one bridge (a switch): the n-th at `<subnet>.<n + 2>`, this machine at
+    `<subnet>.1` (each host's `outside`). Yields them by name; every process started in them is
+    stopped and the namespaces, veths and bridge removed afterwards, whatever happened.
+
+    Skips (fails under `SCRAPEFLOW_REQUIRE_SERVICES=1`) when namespaces cannot be made.
+    """
+    require_namespaces()
+    tag = uuid.uuid4().hex[:6]
+    subnet, bridge = _subnet(tag), f"sfbr{tag}"
+    hosts: dict[str, PublicHost] = {}
+    links: list[str] = []
+    try:
+        _ip("link", "add", bridge, "type", "bridge")
+        _ip("addr", "add", f"{subnet}.1/24", "dev", bridge)
+        _ip("link", "set", bridge, "up")
+        for n, name in enumerate(names):
+            space, outside, inside = f"sflan-{tag}-{n}", f"sfo{tag}{n}", f"sfi{tag}{n}"
+            _ip("netns", "add", space)
+            hosts[name] = PublicHost(space, f"{subnet}.{n + 2}", f"{subnet}.1")
+            _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+            links.append(outside)
+            _ip("link", "set", inside, "netns", space)
+            _ip("link", "set", outside, "master", bridge)
+            _ip("link", "set", outside, "up")
+            _ip("-n", space, "addr", "add", f"{subnet}.{n + 2}/24", "dev", inside)
+            _ip("-n", space, "link", "set", inside, "up")
+            _ip("-n", space, "link", "set", "lo", "up")
+        yield hosts
+    finally:
+        for host in hosts.values():
+            host.lose()  # whatever a test started there by other means
+            host.stop_processes()
+        for link in links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True)
+        for host in hosts.values():
+            subprocess.run(["ip", "netns", "del", host.name], capture_output=True)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
+
+
+@pytest.fixture
+def public_host() -> Iterator[PublicHost]:
+    """A namespace with a public address, torn down after the test."""
+    require_namespaces()
     tag = uuid.uuid4().hex[:6]
     name, outside, inside = f"sfpub-{tag}", f"sfo{tag}", f"sfi{tag}"
-    subnet = f"11.{int(tag[:2], 16)}.{int(tag[2:4], 16)}"
+    subnet = _subnet(tag)
     _ip("netns", "add", name)
     try:
         _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
@@ -129,14 +218,7 @@ def public_host() -> Iterator[PublicHost]:
         try:
             yield host
         finally:
-            for proc in host.processes:
-                proc.terminate()
-            for proc in host.processes:
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            host.stop_processes()
     finally:
         subprocess.run(["ip", "link", "del", outside], capture_output=True)
         subprocess.run(["ip", "netns", "del", name], capture_output=True)

@@ -4,7 +4,7 @@
 import signal
 import subprocess
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from scrapeflow_dagster.site.app import FaultRates
@@ -63,15 +63,20 @@ def site_process(
     stamp: bool = False,
     slow_seconds: float = FaultRates().slow_seconds,
     host: str = "127.0.0.1",
+    prefix: Sequence[str] = (),
 ) -> Iterator[str]:
     """Run the bundled site with `run_site_forever` in a child process, on `host`; yields its
     base URL.
 
     The `/mixed/{n}` pages have the default fault rates, with `slow_seconds` for slow answers.
+    `prefix` runs the process through another command (`PublicHost.exec_prefix()`: on a test
+    host).
     """
     args = [str(pages), str(page_bytes), str(latency_seconds), "1" if stamp else "0"]
     args += [str(slow_seconds), host]
-    proc = subprocess.Popen([PYTHON, "-c", _SITE_SCRIPT, *args], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*prefix, PYTHON, "-c", _SITE_SCRIPT, *args], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()

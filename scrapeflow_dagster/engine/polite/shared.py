@@ -3,9 +3,11 @@ delay of a host hold across worker hosts that do not share a file system (lock f
 on one machine). A deployment with Celery workers has Redis already (its broker).
 
 A slot is a lease in a sorted set per host (`scrapeflow:host:<host>:slots`, scored by when it
-expires), taken by a Lua script only while fewer than `limit` unexpired leases are there, so a
-worker that dies mid-request frees its slot when the lease runs out (`lease_seconds`: longer
-than any request may last). A host's next start time is booked the same way
+expires), taken by a Lua script only while fewer than `limit` unexpired leases are there. A
+live process renews its leases every third of `lease_seconds` for as long as it holds them
+(however long a request, or its wait for the host's delay, lasts), so a worker host that dies
+mid-request frees its slots within `lease_seconds` (30 s), not after the longest a request could
+take. A host's next start time is booked the same way
 (`scrapeflow:host:<host>:next`). Times are Redis's own clock (`TIME`), so machines with
 drifting clocks still agree.
 
@@ -14,6 +16,8 @@ own (`SharedLimitsDown`: the caller uses its lock files) for `RETRY_AFTER_SECOND
 is asked again: a shard keeps fetching through a broker outage, politely per machine.
 """
 
+import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -40,7 +44,24 @@ local start = math.max(ms, booked)
 redis.call('SET', KEYS[1], start + tonumber(ARGV[1]), 'PX', tonumber(ARGV[1]) + 60000)
 return start - ms
 """
-DEFAULT_LEASE_SECONDS = 120.0
+# KEYS[1]: the host's lease set. ARGV: lease in ms, then the tokens to renew. Renews those
+# still there (one that ran out may have been taken by another: it is not brought back).
+_RENEW = """
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local kept = 0
+for i = 2, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], 'XX', ms + tonumber(ARGV[1]), ARGV[i])
+    kept = kept + 1
+  end
+end
+if kept > 0 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+end
+return kept
+"""
+DEFAULT_LEASE_SECONDS = 30.0
 RETRY_AFTER_SECONDS = 5.0
 _TIMEOUT_SECONDS = 2.0
 
@@ -76,9 +97,13 @@ class SharedHostLimits:
             OSError,
         )
         self._down_until = 0.0
+        self._lease_seconds = lease_seconds
         self._lease_ms = int(lease_seconds * 1000)
         self._take = self._client.register_script(_TAKE)
         self._book = self._client.register_script(_BOOK)
+        self._renew = self._client.register_script(_RENEW)
+        self._held: dict[str, set[str]] = {}  # host -> tokens of the leases held here
+        self._renewing: asyncio.Task[None] | None = None
 
     @staticmethod
     def _key(host: str, what: str) -> str:
@@ -111,15 +136,39 @@ class SharedHostLimits:
             taken = await self._take(keys=[key], args=[limit, self._lease_ms, token])
         except self._unreachable as exc:
             raise self._went_down(exc) from exc
-        return token if taken else None
+        if not taken:
+            return None
+        self._held.setdefault(host, set()).add(token)
+        if self._renewing is None or self._renewing.done():
+            self._renewing = asyncio.get_running_loop().create_task(self._renew_while_held())
+        return token
 
     async def give_back(self, host: str, token: str) -> None:
         """End the lease `token` on a slot of `host` (when Redis cannot be reached, the lease
         runs out by itself)."""
+        tokens = self._held.get(host)
+        if tokens is not None:
+            tokens.discard(token)
+            if not tokens:
+                del self._held[host]
         try:
             await self._client.zrem(self._key(host, "slots"), token)
         except self._unreachable as exc:
             self._went_down(exc)
+
+    async def _renew_while_held(self) -> None:
+        """Renew every lease held here each third of the lease, until none is held."""
+        while self._held:
+            await asyncio.sleep(self._lease_seconds / 3)
+            for host, tokens in list(self._held.items()):
+                if not tokens:
+                    continue
+                try:
+                    await self._renew(
+                        keys=[self._key(host, "slots")], args=[self._lease_ms, *tokens]
+                    )
+                except self._unreachable as exc:
+                    self._went_down(exc)  # the leases may run out: the slots are given back
 
     async def book(self, host: str, delay_seconds: float) -> float:
         """Book this request's start at `host`, `delay_seconds` after the one booked before it;
@@ -137,7 +186,11 @@ class SharedHostLimits:
         return float(wait_ms) / 1000
 
     async def close(self) -> None:
-        """Close the connections."""
+        """Stop renewing and close the connections."""
+        if self._renewing is not None:
+            self._renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewing
         try:
             await self._client.aclose()
         except self._unreachable:
