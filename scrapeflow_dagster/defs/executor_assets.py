@@ -30,6 +30,7 @@ from scrapeflow_dagster.defs.executor_events import (
     finish_run,
     log_outcome,
 )
+from scrapeflow_dagster.defs.partition_events import materialization_logger
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.defs.resources import (
     ProxyProviderResource,
@@ -109,6 +110,7 @@ def run_and_log(
     """Run `selection` over `keys` (`chain.run_selection`), log each task's event as it ends
     and each asset's counts once done (`label` before them, e.g. the shard)."""
     scrape_settings, status_store, proxy_provider = resources
+    materialize = materialization_logger(context)
     reports = run_selection(
         selection,
         keys,
@@ -118,7 +120,9 @@ def run_and_log(
         scrape_settings=scrape_settings,
         status_store=status_store,
         proxy_provider=proxy_provider,
-        on_outcome=lambda name, key, outcome: log_outcome(context, name, key, outcome),
+        on_outcome=lambda name, key, outcome: log_outcome(
+            context, name, key, outcome, materialize=materialize
+        ),
     )
     for asset_name, report in reports.items():
         context.log.info(f"{label}{asset_name}: {report.tasks} tasks\n{report.markdown()}")

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import dagster as dg
 
+from scrapeflow_dagster.defs.partition_events import LogMaterialization
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.run.step import Outcome, StepReport, Succeeded
@@ -62,17 +63,20 @@ def log_outcome(
     asset_name: str,
     key: str,
     outcome: Outcome,
+    *,
+    materialize: LogMaterialization | None = None,
 ) -> None:
     """A materialisation of a succeeded partition, or an observation of a failed one.
 
     Logged by the step (or shard) that ran the task as soon as it ended, so a run killed half
     way keeps what it finished (as far as the event storage had written it). Each failed
     partition gets an event of its own, so its page in the UI says why it failed (the run's
-    failure only names a few keys).
+    failure only names a few keys). `materialize` logs the materialisation (default
+    `context.log_event`; a step passes its `partition_events.materialization_logger`).
     """
     asset_key = dg.AssetKey(asset_name)
     if isinstance(outcome, Succeeded):
-        context.log_event(
+        (materialize or context.log_event)(
             dg.AssetMaterialization(
                 asset_key=asset_key, partition=key, metadata=partition_metadata(outcome)
             )
