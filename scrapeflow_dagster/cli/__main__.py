@@ -1,7 +1,5 @@
 """`python -m scrapeflow_dagster.cli`: the `scrapeflow` command."""
 
-import sys
+from scrapeflow_dagster.cli import console_main
 
-from scrapeflow_dagster.cli import main
-
-sys.exit(main())
+console_main()
