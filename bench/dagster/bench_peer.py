@@ -5,6 +5,9 @@
   same seed to the same depth (robots.txt obeyed, 8 per host, breadth-first).
 - task list: N pages (default 10,000) through `dagster asset materialize --select scrape
   --partition-range` on the embedded home, against Scrapy fetching the same URLs.
+- Dagster's floor beside each: what Dagster alone costs for the same partitions and runs,
+  fetching nothing (`crawl_floor`: the crawl's rounds as in-process runs of `bench.floor_defs`'
+  trivial asset; the task list: that asset through the same `dagster asset materialize`).
 
 Both take the site at 8 requests in flight per host; our data dir and Dagster home are on
 tmpfs when `/dev/shm` exists (so is Scrapy's feed). Each way runs `--rounds` times,
@@ -57,6 +60,51 @@ def ours_crawl(root: Path, site: Site, tag: str) -> dict[str, Any]:
     return _measured(cmd, env, root, site, "/docs/", "ours crawl")
 
 
+def crawl_rounds(data_dir: Path) -> list[int]:
+    """Pages per round of the crawl whose data folder is `data_dir`: the seed, then the links
+    each depth added (from its DuckDB frontier)."""
+    import duckdb
+
+    from scrapeflow_dagster.engine.state.layout import DataLayout
+
+    sql = "SELECT depth, count(*) FROM frontier WHERE outcome = 'added' GROUP BY 1 ORDER BY 1"
+    with duckdb.connect(str(DataLayout(data_dir).db_path), read_only=True) as db:
+        added = [n for _depth, n in db.sql(sql).fetchall()]
+    return [1, *added]
+
+
+def floor_crawl(root: Path, site: Site, sizes: list[int], tag: str) -> dict[str, Any]:
+    """Dagster alone for a crawl of `sizes` pages per round (`bench.dagster.crawl_floor`)."""
+    home = make_home(root, f"home-{tag}", ours=True)
+    env = bench_env(home, root / f"data-{tag}", {"PYTHONPATH": str(REPO)})
+    cmd = [PYTHON, "-m", "bench.dagster.crawl_floor", *map(str, sizes)]
+    done = run_measured(cmd, env=env, label="floor crawl", cwd=root)
+    return {
+        "seconds": done.seconds,
+        "cpu_seconds": done.cpu_seconds,
+        "pages": sum(sizes),
+        "pages_per_s": sum(sizes) / done.seconds if done.seconds else None,
+    }
+
+
+def floor_list(root: Path, keys_file: Path, keys: list[str], tag: str) -> dict[str, Any]:
+    """Dagster alone for the task list: the floor's trivial asset over the same partitions,
+    through the same `dagster asset materialize`, on a home as ours."""
+    home = make_home(root, f"home-{tag}", ours=True)
+    env = bench_env(home, root / f"data-{tag}", {"PYTHONPATH": str(REPO)})
+    add = [PYTHON, "-m", "bench.floor_defs", "add", str(keys_file)]
+    run_measured(add, env=env, label="floor add", cwd=root)
+    cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "bench.floor_defs"]
+    cmd += ["--select", "trivial", "--partition-range", f"{keys[0]}...{keys[-1]}"]
+    done = run_measured(cmd, env=env, label="floor task list", cwd=root)
+    return {
+        "seconds": done.seconds,
+        "cpu_seconds": done.cpu_seconds,
+        "pages": len(keys),
+        "pages_per_s": len(keys) / done.seconds if done.seconds else None,
+    }
+
+
 def scrapy_crawl(python: Path, root: Path, site: Site, tag: str) -> dict[str, Any]:
     out = root / f"scrapy-{tag}.jsonl"
     cmd = [str(python), str(SPIDER), "crawl", site.url + "/docs/0", str(CRAWL_DEPTH), str(out)]
@@ -106,12 +154,21 @@ def main(argv: list[str] | None = None) -> int:
     parent = "/dev/shm" if os.path.isdir("/dev/shm") else None
     found: dict[str, list[dict[str, Any]]] = {}
     with temp_root("bench-peer-", parent=parent) as root, Site(pages=args.tasks) as site:
-        tasks_file, _, keys = write_tasks(root, site.url, args.tasks)
+        tasks_file, keys_file, keys = write_tasks(root, site.url, args.tasks)
+        rounds: list[int] = []
+
+        def ours_crawl_noting_rounds(tag: str) -> dict[str, Any]:
+            measured = ours_crawl(root, site, tag)
+            rounds[:] = crawl_rounds(root / f"data-{tag}")
+            return measured
+
         ways = {
-            "ours crawl": lambda tag: ours_crawl(root, site, tag),
+            "ours crawl": ours_crawl_noting_rounds,
             "scrapy crawl": lambda tag: scrapy_crawl(python, root, site, tag),
+            "dagster floor crawl": lambda tag: floor_crawl(root, site, rounds, tag),
             "ours task list": lambda tag: ours_list(root, site, tasks_file, keys, tag),
             "scrapy task list": lambda tag: scrapy_list(python, root, site, tasks_file, tag),
+            "dagster floor task list": lambda tag: floor_list(root, keys_file, keys, tag),
         }
         if args.only:
             ways = {way: run for way, run in ways.items() if way.endswith(args.only)}
@@ -152,10 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     if "crawl_wall_ours_over_scrapy" in summary:
         ratio = summary["crawl_wall_ours_over_scrapy"]
+        floor = summary["dagster floor crawl"]["seconds"] / summary["scrapy crawl"]["seconds"]
         print(f"crawl wall ours / Scrapy: {ratio:.2f} (target <= 1, aim 0.5)")
+        print(f"crawl wall Dagster's floor alone / Scrapy: {floor:.2f} (no page fetched)")
     if "task_list_pages_per_s_ours_over_scrapy" in summary:
         ratio = summary["task_list_pages_per_s_ours_over_scrapy"]
+        floor = (
+            summary["dagster floor task list"]["pages_per_s"]
+            / summary["scrapy task list"]["pages_per_s"]
+        )
         print(f"task list pages/s ours / Scrapy: {ratio:.2f} (target >= 2)")
+        print(f"task list partitions/s Dagster's floor alone / Scrapy: {floor:.2f}")
     write_json(args.json, {"summary": summary, "rounds": found})
     return 0
 
