@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
+from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.crawl.seeds import add_seeds, sitemap_seeds
 from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from scrapeflow_dagster.crawling.rounds import Round
 
 SUMMARY = "crawl from the tasks of a file: follow links within a depth, scope and budget"
-LINKS_ASSET = "pages"
+# The executor whose output lists a page's links (the shipped `pages`).
+LINKS_ASSET = PAGES_EXECUTOR
 
 
 def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) -> None:

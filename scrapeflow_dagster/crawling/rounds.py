@@ -20,6 +20,7 @@ from scrapeflow_dagster.crawling.frontier import SYNC_LOCK_TIMEOUT_SECONDS, take
 from scrapeflow_dagster.crawling.runs import LocationRuns
 from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
+from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR as LINKS_ASSET
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.redact import redact
@@ -27,9 +28,6 @@ from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import executor_names, fields_of, is_success
-
-# The executor whose output lists a page's links (the shipped `pages`).
-LINKS_ASSET = "pages"
 
 
 @dataclass
