@@ -114,10 +114,10 @@ def console_main() -> NoReturn:
     Ctrl-C, argparse's exit) takes the interpreter's usual path.
     """
     code = main()
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    # What the interpreter runs first at exit: waits for non-daemon threads, after stopping
+    # idle thread-pool workers (`threading._register_atexit` hooks) and marking the main
+    # thread done (a thread may wait for it).
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

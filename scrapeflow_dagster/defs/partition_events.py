@@ -12,7 +12,9 @@ where nothing reads it (the event log is the record). On 10,000 tasks in two sha
 event-log handler hands it (`instance.handle_new_event`), so the stored row is the same (a
 contract test compares them field by field). It is appended to the step's events only when the
 run's outputs are captured in this process (`execute_in_process`, `dg.materialize`), so their
-results list every materialisation as before.
+results list every materialisation as before. What the run's loggers, `python_logs` handlers
+and hooks see of a step no longer includes these events, nor does the result of
+`dg.execute_job` (whatever its executor): the event log holds them, as it holds every run's.
 
 This leans on Dagster internals (the event's constructor, the step context): on a Dagster
 version the guard does not admit, `context.log_event` is used.
@@ -44,9 +46,7 @@ def materialization_logger(
     op_context: dg.OpExecutionContext = (
         context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
     )
-    captured: list[DagsterEvent] | None = (
-        op_context._events if step_context.output_capture is not None else None
-    )
+    capture = step_context.output_capture is not None
     instance = context.instance
     run_id, job_name = context.run.run_id, step_context.job_name
     tags, kind, pid = step_context.event_tags, step.kind.value, os.getpid()
@@ -78,7 +78,7 @@ def materialization_logger(
                 dagster_event=event,
             )
         )
-        if captured is not None:
-            captured.append(event)
+        if capture:  # the step's current list: `consume_events` swaps in a new one
+            op_context._events.append(event)
 
     return log

@@ -1,7 +1,7 @@
 """The `scrapeflow` console script ends the process itself once a command is done
 (`cli.console_main`): what the interpreter's exit would still do happens first (a non-daemon
-thread is waited for, atexit handlers run, buffered output reaches a pipe) and the exit code is
-the command's."""
+thread that waits for the main thread to end is waited for, atexit handlers run, buffered
+output reaches a pipe) and the exit code is the command's."""
 
 import subprocess
 import textwrap
@@ -19,8 +19,9 @@ SCRIPT = textwrap.dedent(
     atexit.register(lambda: (out / "atexit").write_text("ran"))
 
     def late():
-        time.sleep(3)  # longer than the command: only a join lets it finish
-        (out / "thread").write_text("done")
+        threading.main_thread().join()  # returns once the interpreter's exit has begun
+        time.sleep(0.3)
+        (out / "thread").write_text("done")  # only if the exit waits for this thread
 
     threading.Thread(target=late).start()
     print("buffered before the command")

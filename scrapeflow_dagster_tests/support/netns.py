@@ -13,12 +13,14 @@ where that is a failure.
 
 import asyncio
 import contextlib
+import logging
 import os
 import queue
 import shutil
 import signal
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,20 +59,24 @@ class PublicHost:
         return ["ip", "netns", "exec", self.name]
 
     def pids(self) -> set[int]:
-        """Every process running inside the namespace now."""
-        done = subprocess.run(
-            ["ip", "netns", "pids", self.name], capture_output=True, text=True, check=True
-        )
+        """Every process running inside the namespace now (none once it is gone)."""
+        done = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True, text=True)
         return {int(pid) for pid in done.stdout.split()}
 
     def lose(self) -> int:
-        """SIGKILL every process inside the namespace at once (the host is gone, power cut);
-        returns how many there were."""
-        found = self.pids()
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        return len(found)
+        """SIGKILL every process inside the namespace (the host is gone, power cut), again
+        while any is left (one may have forked meanwhile); returns how many there were."""
+        killed: set[int] = set()
+        for _attempt in range(100):
+            found = self.pids()
+            if not found:
+                break
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            killed |= found
+            time.sleep(0.05)  # until they are gone from the namespace
+        return len(killed)
 
     def stop_processes(self) -> None:
         """Stop what `start` started: SIGTERM, SIGKILL after 10 s."""
@@ -189,8 +195,11 @@ def lan(names: Sequence[str]) -> Iterator[dict[str, PublicHost]]:
         yield hosts
     finally:
         for host in hosts.values():
-            host.lose()  # whatever a test started there by other means
-            host.stop_processes()
+            try:
+                host.lose()  # whatever a test started there by other means
+                host.stop_processes()
+            except Exception:  # the removals below must still happen
+                logging.getLogger(__name__).exception("stopping the processes of %s", host.name)
         for link in links:
             subprocess.run(["ip", "link", "del", link], capture_output=True)
         for host in hosts.values():

@@ -100,26 +100,26 @@ def postgres_on(host: PublicHost, *, database: str = "dagster") -> Iterator[str]
         assert done.returncode == 0, f"initdb failed:\n{done.stdout}\n{done.stderr}"
         with (data / "pg_hba.conf").open("a") as hba:
             hba.write("host all all 11.0.0.0/8 trust\n")  # the test network only
-        log = (root / "postgres.log").open("w")
-        proc = host.start(
-            [*as_postgres, server, "-D", str(data), "-h", host.address, "-p", str(POSTGRES_PORT),
-             "-k", str(sockets), "-c", "fsync=off", "-c", "synchronous_commit=off",
-             "-c", "max_connections=300"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        _wait_for_port(host.address, POSTGRES_PORT, "postgres on the service host", proc)
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while True:  # listening is not accepting yet: createdb until the server answers
-            done = subprocess.run(
-                [createdb, "-h", host.address, "-p", str(POSTGRES_PORT), "-U", "postgres",
-                 database],
-                capture_output=True, text=True,
+        with (root / "postgres.log").open("w") as log:
+            proc = host.start(
+                [*as_postgres, server, "-D", str(data), "-h", host.address,
+                 "-p", str(POSTGRES_PORT), "-k", str(sockets), "-c", "fsync=off",
+                 "-c", "synchronous_commit=off", "-c", "max_connections=300"],
+                stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
-            if done.returncode == 0:
-                break
-            assert time.monotonic() < deadline, f"createdb failed: {done.stderr}"
-            time.sleep(0.2)
         try:
+            _wait_for_port(host.address, POSTGRES_PORT, "postgres on the service host", proc)
+            deadline = time.monotonic() + START_TIMEOUT_SECONDS
+            while True:  # listening is not accepting yet: createdb until the server answers
+                done = subprocess.run(
+                    [createdb, "-h", host.address, "-p", str(POSTGRES_PORT), "-U", "postgres",
+                     database],
+                    capture_output=True, text=True,
+                )  # fmt: skip
+                if done.returncode == 0:
+                    break
+                assert time.monotonic() < deadline, f"createdb failed: {done.stderr}"
+                time.sleep(0.2)
             yield f"postgresql+psycopg2://postgres@{host.address}:{POSTGRES_PORT}/{database}"
         finally:
             _stop(proc, signal.SIGINT)  # Postgres's fast shutdown: clients are cut off

@@ -7,9 +7,10 @@ expires), taken by a Lua script only while fewer than `limit` unexpired leases a
 live process renews its leases every third of `lease_seconds` for as long as it holds them
 (however long a request, or its wait for the host's delay, lasts), so a worker host that dies
 mid-request frees its slots within `lease_seconds` (30 s), not after the longest a request could
-take. A host's next start time is booked the same way
-(`scrapeflow:host:<host>:next`). Times are Redis's own clock (`TIME`), so machines with
-drifting clocks still agree.
+take. The renewal runs on the run's event loop: a loop blocked for more than two thirds of a
+lease (20 s) could let a lease run out while its request goes on. A host's next start time is
+booked the same way (`scrapeflow:host:<host>:next`). Times are Redis's own clock (`TIME`), so
+machines with drifting clocks still agree.
 
 When Redis cannot be reached (a restart, a failover), the limits fall back to each machine's
 own (`SharedLimitsDown`: the caller uses its lock files) for `RETRY_AFTER_SECONDS` before Redis
@@ -157,18 +158,26 @@ class SharedHostLimits:
             self._went_down(exc)
 
     async def _renew_while_held(self) -> None:
-        """Renew every lease held here each third of the lease, until none is held."""
+        """Renew every lease held here each third of the lease, until none is held: all hosts
+        in one round trip (a pipeline), so a renewal takes one timeout at the most."""
         while self._held:
             await asyncio.sleep(self._lease_seconds / 3)
-            for host, tokens in list(self._held.items()):
-                if not tokens:
-                    continue
-                try:
-                    await self._renew(
-                        keys=[self._key(host, "slots")], args=[self._lease_ms, *tokens]
-                    )
-                except self._unreachable as exc:
-                    self._went_down(exc)  # the leases may run out: the slots are given back
+            held = [(host, list(tokens)) for host, tokens in self._held.items() if tokens]
+            if not held:
+                continue
+            try:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for host, tokens in held:
+                        await self._renew(
+                            keys=[self._key(host, "slots")],
+                            args=[self._lease_ms, *tokens],
+                            client=pipe,
+                        )
+                    await pipe.execute()
+            except self._unreachable as exc:
+                self._went_down(exc)  # the leases may run out: the slots are given back
+            except Exception:  # an error answer (READONLY in a failover, OOM): next time
+                logger.exception("per-host limits: renewing the slot leases failed")
 
     async def book(self, host: str, delay_seconds: float) -> float:
         """Book this request's start at `host`, `delay_seconds` after the one booked before it;
@@ -189,8 +198,9 @@ class SharedHostLimits:
         """Stop renewing and close the connections."""
         if self._renewing is not None:
             self._renewing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._renewing
+            self._renewing = None
         try:
             await self._client.aclose()
         except self._unreachable:
