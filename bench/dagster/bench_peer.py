@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.dagster.cli_runs import write_tasks
 from bench.lib.homes import bench_env, make_home, temp_root
-from bench.lib.measured import run_measured
+from bench.lib.measured import Measured, run_measured
 from bench.lib.repo import PYTHON, REPO
 from bench.lib.report import print_table, write_json
 from bench.lib.site import Site
@@ -79,12 +79,7 @@ def floor_crawl(root: Path, site: Site, sizes: list[int], tag: str) -> dict[str,
     env = bench_env(home, root / f"data-{tag}", {"PYTHONPATH": str(REPO)})
     cmd = [PYTHON, "-m", "bench.dagster.crawl_floor", *map(str, sizes)]
     done = run_measured(cmd, env=env, label="floor crawl", cwd=root)
-    return {
-        "seconds": done.seconds,
-        "cpu_seconds": done.cpu_seconds,
-        "pages": sum(sizes),
-        "pages_per_s": sum(sizes) / done.seconds if done.seconds else None,
-    }
+    return _figures(done, sum(sizes))
 
 
 def floor_list(root: Path, keys_file: Path, keys: list[str], tag: str) -> dict[str, Any]:
@@ -97,12 +92,7 @@ def floor_list(root: Path, keys_file: Path, keys: list[str], tag: str) -> dict[s
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "bench.floor_defs"]
     cmd += ["--select", "trivial", "--partition-range", f"{keys[0]}...{keys[-1]}"]
     done = run_measured(cmd, env=env, label="floor task list", cwd=root)
-    return {
-        "seconds": done.seconds,
-        "cpu_seconds": done.cpu_seconds,
-        "pages": len(keys),
-        "pages_per_s": len(keys) / done.seconds if done.seconds else None,
-    }
+    return _figures(done, len(keys))
 
 
 def scrapy_crawl(python: Path, root: Path, site: Site, tag: str) -> dict[str, Any]:
@@ -133,7 +123,11 @@ def _measured(
 ) -> dict[str, Any]:
     reset_requests(site)
     done = run_measured(cmd, env=env, label=label, cwd=root, extra_cpu=site.cpu_seconds)
-    pages = site_requests(site, prefix)
+    return _figures(done, site_requests(site, prefix))
+
+
+def _figures(done: Measured, pages: int) -> dict[str, Any]:
+    """Wall time, CPU, pages and pages/s of one measured way."""
     return {
         "seconds": done.seconds,
         "cpu_seconds": done.cpu_seconds,

@@ -14,6 +14,7 @@ import dagster as dg
 
 import scrapeflow_dagster.definitions  # noqa: F401  (what `scrapeflow crawl` imports)
 from bench.floor_defs import tasks_partitions_def, trivial
+from scrapeflow_dagster.cli import exit_now
 
 
 def main(sizes: list[int]) -> int:
@@ -40,10 +41,4 @@ def main(sizes: list[int]) -> int:
 
 
 if __name__ == "__main__":
-    import atexit
-    import os
-
-    code = main([int(arg) for arg in sys.argv[1:]])
-    atexit._run_exitfuncs()  # then the same quick exit as `scrapeflow` (cli.console_main)
-    sys.stdout.flush()
-    os._exit(code)
+    exit_now(main([int(arg) for arg in sys.argv[1:]]))  # as `scrapeflow` ends

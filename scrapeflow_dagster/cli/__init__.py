@@ -113,7 +113,13 @@ def console_main() -> NoReturn:
     then ends the process with `main`'s exit code. An exception out of `main` (a traceback,
     Ctrl-C, argparse's exit) takes the interpreter's usual path.
     """
-    code = main()
+    exit_now(main())
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with `code` as `console_main` does (see there): threads shut down and
+    atexit handlers run as at the interpreter's exit, the standard streams flushed, no module
+    teardown."""
     # What the interpreter runs first at exit: waits for non-daemon threads, after stopping
     # idle thread-pool workers (`threading._register_atexit` hooks) and marking the main
     # thread done (a thread may wait for it).

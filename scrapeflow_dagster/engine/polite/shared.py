@@ -98,7 +98,6 @@ class SharedHostLimits:
             OSError,
         )
         self._down_until = 0.0
-        self._lease_seconds = lease_seconds
         self._lease_ms = int(lease_seconds * 1000)
         self._take = self._client.register_script(_TAKE)
         self._book = self._client.register_script(_BOOK)
@@ -161,7 +160,7 @@ class SharedHostLimits:
         """Renew every lease held here each third of the lease, until none is held: all hosts
         in one round trip (a pipeline), so a renewal takes one timeout at the most."""
         while self._held:
-            await asyncio.sleep(self._lease_seconds / 3)
+            await asyncio.sleep(self._lease_ms / 3000)
             held = [(host, list(tokens)) for host, tokens in self._held.items() if tokens]
             if not held:
                 continue
