@@ -42,7 +42,12 @@ from scrapeflow_dagster_tests.scaleout.workers import worker_on
 from scrapeflow_dagster_tests.support.netns import lan
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
-from scrapeflow_dagster_tests.support.processes import process_env, stop_group, wait_until
+from scrapeflow_dagster_tests.support.processes import (
+    kill_group,
+    process_env,
+    stop_group,
+    wait_until,
+)
 from scrapeflow_dagster_tests.support.service_host import ServiceMissing, postgres_on, redis_on
 from scrapeflow_dagster_tests.support.sites import site_process
 
@@ -210,6 +215,9 @@ def test_two_worker_hosts_share_a_run_and_its_limits_and_losing_one_loses_nothin
                     partitions = instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
             finally:
                 stop_group(daemon)
+                # Its code server stays in its group after it, waiting (with the service host
+                # about to go) on runs it can no longer check: nothing started here stays.
+                kill_group(daemon)
             seen = requests_seen(site)
 
     site_host = site.removeprefix("http://")
