@@ -260,10 +260,15 @@ def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
 
     def rebuilt() -> bool:
         statuses = [load_status(layout.status_dir, k) or {} for k in keys]
-        return all(s.get("pages_last_run", "") > s.get("scrape_last_run", "~") for s in statuses)
+        if not all(s.get("pages_last_run", "") > s.get("scrape_last_run", "~") for s in statuses):
+            return False
+        # A status file is written as a task's step ends, its event a moment later (and the
+        # minutely refresh may have a run in progress): wait for Dagster's states too.
+        with dg.DagsterInstance.get() as instance:
+            return all(
+                partition_statuses(instance, asset, keys)
+                == dict.fromkeys(keys, Status.MATERIALIZED)
+                for asset in ("validation", "pages")
+            )
 
     daemon.wait_until(rebuilt, "validation and pages run again on the refreshed bodies")
-    with dg.DagsterInstance.get() as instance:
-        for asset in ("validation", "pages"):
-            statuses = partition_statuses(instance, asset, keys)
-            assert statuses == dict.fromkeys(keys, Status.MATERIALIZED), asset
