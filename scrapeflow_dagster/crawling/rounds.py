@@ -1,26 +1,35 @@
-"""`run_crawl`: a crawl's rounds in this process, each one real Dagster run of the executor chain
-(started here, against the instance) over the crawl's tasks not parsed yet, then a discovery
-over the pages it parsed, until nothing in the crawl is left to run.
+"""`run_crawl`: a crawl streamed through one real Dagster run of the executor chain (started
+in this process, against the instance): the run takes in the links of each page it parses and
+runs the new tasks in the same pass (`crawling.stream`), so no depth waits for the one before
+it to finish and a crawl costs one run, not one per depth. The driver runs that run over the
+crawl's tasks not parsed yet, then reports each depth as a round.
+
+Where a run cannot take its links in (a code location whose chain takes no `follow_links`, a
+Dagster version the guard does not admit), the same loop goes on in rounds: a discovery over
+the pages the run parsed, then a run of the new tasks, until nothing in the crawl is left.
 
 Killed at any point and run again, a crawl goes on where it stopped: pages whose chain
 completed are not fetched again (the status files say so), discovered tasks not yet run are
-run (their batches wait in the frontier journal), and a task parsed by a run that was killed
-before Dagster stored its events is run once more (every step skipped, its partitions
-materialised), so no partition stays "in progress" for good.
+run (their batches wait in the frontier journal), the links of parsed pages not taken in are
+taken in first, and a task parsed by a run that was killed before Dagster stored its events is
+run once more (every step skipped, its partitions materialised), so no partition stays "in
+progress" for good.
 """
 
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 import dagster as dg
 
 from scrapeflow_dagster.crawling.frontier import SYNC_LOCK_TIMEOUT_SECONDS, take_in
 from scrapeflow_dagster.crawling.runs import LocationRuns
+from scrapeflow_dagster.defs.chain import chain_node_name
 from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR as LINKS_ASSET
+from scrapeflow_dagster.engine.crawl.scope import ADDED
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.redact import redact
@@ -32,10 +41,10 @@ from scrapeflow_dagster.engine.state.schema import executor_names, fields_of, is
 
 @dataclass
 class Round:
-    """What one round did, in tasks (never in Dagster runs)."""
+    """What a crawl's run did at one depth, in tasks (never in Dagster runs): a round."""
 
-    number: int
-    tasks: int  # the crawl's tasks it took up
+    number: int  # the depth
+    tasks: int  # the crawl's tasks at that depth it took up
     ran: int  # of them, those not parsed already
     parsed: int
     failed: list[tuple[str, str]]  # (URL, the failed step's status) of each failed task
@@ -63,7 +72,7 @@ def run_crawl(
     log: IO[str] | None = None,
     on_round: Callable[[Round], None] | None = None,
 ) -> CrawlResult:
-    """Run rounds until no task of the crawls of `seeds` is left to run, the first over the
+    """Run the crawls of `seeds` until none of their tasks is left to run, starting with the
     seeds and the `reopened` pages (a crawl grown in place).
 
     Args:
@@ -71,13 +80,14 @@ def run_crawl(
         assets: the executor assets to run, upstream first (every one: a page must be parsed
             for its links to be followed).
         log: takes Dagster's output of the runs.
-        on_round: called after each round (the CLI prints it).
+        on_round: called with each depth's round once its run is over (the CLI prints it).
     """
     crawls = set(seeds)
     attempted: set[str] = set()
     result = CrawlResult()
     todo = [*seeds, *reopened]
     settings = runs.scrape_settings()
+    config = _follow_links_config(runs, assets)
     while True:
         batches = [b for b in pending_batches(layout) if crawls & set(b.crawls)]
         todo += [k for b in batches for k in b.keys]
@@ -85,30 +95,91 @@ def run_crawl(
         if not todo:
             result.seen = len(attempted)
             return result
-        to_run, failed_runs = _run_round(layout, runs, todo, assets, log)
-        result.ran += len(to_run)
+        # Pages parsed already whose links were never taken in (a crawl grown in place, a run
+        # killed before its discovery): their new tasks go into this run.
+        found = [take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings, sync=False)]
+        todo = list(dict.fromkeys([*todo, *found[0].keys]))
+        before = {b.id for b in pending_batches(layout)}
+        to_run, failed_runs = _run_round(layout, runs, todo, assets, config, log)
+        grown = [b for b in pending_batches(layout) if b.id not in before and b.streamed_by]
+        streamed = [k for b in grown for k in b.keys]
         attempted.update(todo)
-        # No DuckDB sync here: the next round's run ingests the spool as it ends, and the
-        # last round (it adds no task) syncs below.
-        found = take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings, sync=False)
-        if not found.keys:
+        attempted.update(streamed)
+        result.ran += len(to_run) + len(streamed)
+        # No DuckDB sync here: a run ingests the spool as it ends, and the last pass (it adds
+        # no task) syncs below. In rounds, this discovery finds the run's new tasks.
+        found.append(take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings, sync=False))
+        if not found[-1].keys:
             sync_quietly(layout)
-        for batch in batches:
-            finish_batch(layout, batch.id)  # its tasks have run
-        done = Round(
-            number=len(result.rounds),
-            tasks=len(todo),
-            ran=len(to_run),
-            parsed=sum(_parsed(layout, k) for k in to_run),
-            failed=failed_tasks(layout, to_run),
-            links=Counter(found.outcomes),
-            new_tasks=len(found.keys),
+        for batch in [*batches, *grown, found[0].batch]:
+            if batch is not None:
+                finish_batch(layout, batch.id)  # its tasks have run
+        pass_rounds = _rounds(
+            layout,
+            [*todo, *streamed],
+            ran={*to_run, *streamed},
+            outcomes=[b.outcomes for b in [*grown, *(f.batch for f in found)] if b is not None],
             failed_runs=failed_runs,
         )
-        result.rounds.append(done)
-        if on_round is not None:
-            on_round(done)
+        for done in pass_rounds:
+            result.rounds.append(done)
+            if on_round is not None:
+                on_round(done)
         todo = []
+
+
+def _follow_links_config(runs: LocationRuns, assets: Sequence[str]) -> dict[str, Any] | None:
+    """The run config that has the chain step take in its pages' links, when the location's
+    chain takes it (None: the crawl goes in rounds)."""
+    node = chain_node_name(list(assets))
+    if len(assets) < 2 or not runs.job.graph.has_node_named(node):
+        return None
+    return {"ops": {node: {"config": {"follow_links": True}}}}
+
+
+def _rounds(
+    layout: DataLayout,
+    keys: Sequence[str],
+    *,
+    ran: set[str],
+    outcomes: Sequence[dict[str, dict[str, int]]],
+    failed_runs: int,
+) -> list[Round]:
+    """One round per depth of the tasks of `keys`, the links of its pages counted from the
+    discoveries' `outcomes` (per child depth)."""
+    by_depth: dict[int, list[str]] = {}
+    for key in keys:
+        by_depth.setdefault(_depth(layout, key), []).append(key)
+    rounds: list[Round] = []
+    for depth in sorted(by_depth):
+        tasks = by_depth[depth]
+        run = [k for k in tasks if k in ran]
+        links: Counter[str] = Counter()
+        for counts in outcomes:
+            links.update(counts.get(str(depth + 1), {}))
+        rounds.append(
+            Round(
+                number=depth,
+                tasks=len(tasks),
+                ran=len(run),
+                parsed=sum(_parsed(layout, k) for k in run),
+                failed=failed_tasks(layout, run),
+                links=links,
+                new_tasks=links.get(ADDED, 0),
+                failed_runs=failed_runs if not rounds else 0,
+            )
+        )
+    return rounds
+
+
+def _depth(layout: DataLayout, key: str) -> int:
+    """The crawl depth of task `key` (0: a seed, or unreadable)."""
+    try:
+        status = load_status(layout.status_dir, key)
+    except StatusFileError:
+        return 0
+    depth = ((status or {}).get("params") or {}).get("depth", 0)
+    return depth if isinstance(depth, int) else 0
 
 
 def sync_quietly(layout: DataLayout) -> None:
@@ -123,6 +194,7 @@ def _run_round(
     runs: LocationRuns,
     keys: list[str],
     assets: Sequence[str],
+    config: dict[str, Any] | None,
     log: IO[str] | None,
 ) -> tuple[list[str], int]:
     """Make `keys` partitions, then run every asset of the chain once per range of those not
@@ -139,7 +211,7 @@ def _run_round(
     failed = 0
     for first, last in plan_ranges(ordered, to_run, passable=set()):
         tasks = position[last] - position[first] + 1
-        failed += not runs.run_range(assets, first, last, tasks=tasks, log=log)
+        failed += not runs.run_range(assets, first, last, tasks=tasks, config=config, log=log)
     return to_run, failed
 
 

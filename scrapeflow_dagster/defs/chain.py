@@ -20,6 +20,7 @@ from scrapeflow_dagster.defs.resources import (
     StatusStoreResource,
 )
 from scrapeflow_dagster.engine.executor import Executor
+from scrapeflow_dagster.engine.run.feed import Grow
 from scrapeflow_dagster.engine.run.step import OutcomeCallback, StepReport, run_chain
 
 # The step (op or graph) that runs a chain of several executors; a chain of one keeps the
@@ -38,6 +39,9 @@ class StepConfig(dg.Config):
 
     force: bool = False  # re-run tasks whose step already succeeded
     refresh_older_than_seconds: float | None = None  # re-run successes older than this
+    # Take in the links of the pages the run parses and run the new tasks in the same run (a
+    # crawl streamed through one run: `crawling.stream`); needs `pages` in the selection.
+    follow_links: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,11 +144,12 @@ def run_selection(
     status_store: StatusStoreResource,
     proxy_provider: ProxyProviderResource,
     on_outcome: OutcomeCallback | None = None,
+    grow: Grow | None = None,
 ) -> dict[str, StepReport]:
     """Run the selected executors as one chain per task over `keys` with the resources'
     settings (the engine's `run_chain`, one asyncio loop): what a chain step, or one shard of
-    it, does. `on_outcome` is called as each task's step ends. Returns one report per
-    selected asset name."""
+    it, does. `on_outcome` is called as each task's step ends; `grow` adds tasks to the run
+    as they finish (`engine.run.feed`). Returns one report per selected asset name."""
     return asyncio.run(
         run_chain(
             status_store.layout(),
@@ -160,5 +165,6 @@ def run_selection(
             max_parallelism=scrape_settings.max_parallelism,
             run_id=run_id,
             on_outcome=on_outcome,
+            grow=grow,
         )
     )

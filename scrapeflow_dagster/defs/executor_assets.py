@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import dagster as dg
 
+from scrapeflow_dagster.crawling.stream import RunGrowth, follows_links
 from scrapeflow_dagster.defs.chain import (
     ChainLink,
     ChainSelection,
@@ -29,6 +30,7 @@ from scrapeflow_dagster.defs.executor_events import (
     MESSAGE_CHARS,
     finish_run,
     log_outcome,
+    run_keys,
 )
 from scrapeflow_dagster.defs.partition_events import materialization_logger
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
@@ -106,11 +108,17 @@ def run_and_log(
     max_age_seconds: float | None,
     resources: tuple[ScrapeSettingsResource, StatusStoreResource, ProxyProviderResource],
     label: str = "",
+    follow_links: bool = False,
 ) -> dict[str, StepReport]:
     """Run `selection` over `keys` (`chain.run_selection`), log each task's event as it ends
-    and each asset's counts once done (`label` before them, e.g. the shard)."""
+    and each asset's counts once done (`label` before them, e.g. the shard). With
+    `follow_links` (and `pages` selected), the links of the pages parsed become tasks of the
+    same run as it goes (`crawling.stream`); the reports name them too."""
     scrape_settings, status_store, proxy_provider = resources
     materialize = materialization_logger(context)
+    grow = None
+    if follow_links and follows_links(selection.names):
+        grow = RunGrowth(context, status_store.layout(), scrape_settings.build(), selection.names)
     reports = run_selection(
         selection,
         keys,
@@ -123,6 +131,7 @@ def run_and_log(
         on_outcome=lambda name, key, outcome: log_outcome(
             context, name, key, outcome, materialize=materialize
         ),
+        grow=grow,
     )
     for asset_name, report in reports.items():
         context.log.info(f"{label}{asset_name}: {report.tasks} tasks\n{report.markdown()}")
@@ -160,8 +169,11 @@ def chain_asset(links: Sequence[ChainLink], *, name: str | None = None) -> dg.As
             force=config.force,
             max_age_seconds=config.refresh_older_than_seconds,
             resources=(scrape_settings, status_store, proxy_provider),
+            follow_links=config.follow_links,
         )
-        yield from finish_run(context, reports, keys, checks=context.selected_asset_check_keys)
+        yield from finish_run(
+            context, reports, run_keys(keys, reports), checks=context.selected_asset_check_keys
+        )
 
     _chain.__name__ = node
     # `backfill_policy` is beta in the pinned Dagster: the notice says nothing to our users.

@@ -14,6 +14,7 @@ below them.
 import logging
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -21,7 +22,11 @@ from scrapeflow_dagster.defs.partition_events import LogMaterialization
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.run.step import Outcome, StepReport, Succeeded
+from scrapeflow_dagster.storage.buffer import BufferedEventLog
 from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+
+if TYPE_CHECKING:
+    from dagster._core.events.log import EventLogEntry
 
 CHECK_NAME = "no_failed_tasks"
 MESSAGE_CHARS = 500
@@ -123,6 +128,19 @@ def merge_reports(names: Sequence[str], parts: Sequence[Mapping[str, StepReport]
     return merged
 
 
+def run_keys(partition_keys: Sequence[str], reports: Mapping[str, StepReport]) -> list[str]:
+    """The run's partitions and those its step added as it went (a crawl streamed through one
+    run): every key a report names."""
+    keys = list(partition_keys)
+    known = set(keys)
+    for report in reports.values():
+        for key in [*report.succeeded, *report.errors, *report.not_ready]:
+            if key not in known:
+                known.add(key)
+                keys.append(key)
+    return keys
+
+
 def finish_run(
     context: dg.OpExecutionContext | dg.AssetExecutionContext,
     reports: Mapping[str, StepReport],
@@ -205,52 +223,107 @@ def release_not_attempted(
         fallback="tasks not attempted (upstream missing) in a run with failures end FAILED"
     ):
         return False
-    from dagster._core.events import (
-        AssetMaterializationPlannedData,
-        DagsterEvent,
-        DagsterEventType,
-    )
-    from dagster._core.events.log import EventLogEntry
     from dagster._core.instance import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
 
     name = asset_key.to_user_string()
     run = context.run
     step_key = context.get_step_execution_context().step.key
     stamp = time.time()
-
-    def planned(
-        key: str, run_id: str, job_name: str, step: str | None, message: str
-    ) -> "EventLogEntry":
-        event = DagsterEvent(
-            event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
-            job_name=job_name,
-            message=message,
-            event_specific_data=AssetMaterializationPlannedData(asset_key, partition=key),
-            step_key=step,
-        )
-        return EventLogEntry(
-            user_message=message,
-            level=logging.DEBUG,
-            job_name=job_name,
-            run_id=run_id,
-            error_info=None,
-            timestamp=stamp,
-            step_key=step,
-            dagster_event=event,
-        )
-
     entries = [
-        planned(
+        _planned(
+            asset_key,
             key,
             RUNLESS_RUN_ID,
             RUNLESS_JOB_NAME,
             None,
             f"{name} {key}: not attempted by run {run.run_id}, its upstream step did not succeed",
+            stamp,
         )
         for key in keys
     ]
     if failed_key is not None:
         message = f"{name} {failed_key}: failed, the latest planned partition of run {run.run_id}"
-        entries.append(planned(failed_key, run.run_id, run.job_name, step_key, message))
+        entries.append(
+            _planned(asset_key, failed_key, run.run_id, run.job_name, step_key, message, stamp)
+        )
     context.instance.event_log_storage.store_event_batch(entries)
     return True
+
+
+def plan_in_run(
+    context: dg.OpExecutionContext | dg.AssetExecutionContext,
+    asset_names: Sequence[str],
+    keys: Sequence[str],
+) -> bool:
+    """Plan the partitions `keys`, which this step adds to its run as it goes (a crawl streamed
+    through one run), for each of `asset_names`, as Dagster plans a ranged run's partitions
+    when it creates the run: they show in progress while it runs, and FAILED if it fails
+    without materialising them (`finish_run` gives back to "missing" those an asset did not
+    reach, as for the run's own partitions). Only on the Dagster versions the guard admits.
+
+    Returns:
+        Whether the events were written (False: the step must not add partitions to its run).
+    """
+    if not supports_dagster_version(fallback="a crawl's run does not take in its own links"):
+        return False
+    run = context.run
+    step_key = context.get_step_execution_context().step.key
+    stamp = time.time()
+    entries = [
+        _planned(
+            dg.AssetKey(name),
+            key,
+            run.run_id,
+            run.job_name,
+            step_key,
+            f"{name} {key}: discovered and planned by run {run.run_id}",
+            stamp,
+        )
+        for name in asset_names
+        for key in keys
+    ]
+    storage = context.instance.event_log_storage
+    if isinstance(storage, BufferedEventLog):
+        # Into the buffer, written with the run's materialisations: a batch write here (the
+        # discovery's thread) would hold the buffer while the step's loop waits to log.
+        for entry in entries:
+            storage.store_event(entry)
+    else:
+        storage.store_event_batch(entries)
+    return True
+
+
+def _planned(
+    asset_key: dg.AssetKey,
+    key: str,
+    run_id: str,
+    job_name: str,
+    step: str | None,
+    message: str,
+    stamp: float,
+) -> "EventLogEntry":
+    """A planned materialisation of `asset_key`'s partition `key`, as Dagster writes one."""
+    from dagster._core.events import (
+        AssetMaterializationPlannedData,
+        DagsterEvent,
+        DagsterEventType,
+    )
+    from dagster._core.events.log import EventLogEntry
+
+    event = DagsterEvent(
+        event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
+        job_name=job_name,
+        message=message,
+        event_specific_data=AssetMaterializationPlannedData(asset_key, partition=key),
+        step_key=step,
+    )
+    return EventLogEntry(
+        user_message=message,
+        level=logging.DEBUG,
+        job_name=job_name,
+        run_id=run_id,
+        error_info=None,
+        timestamp=stamp,
+        step_key=step,
+        dagster_event=event,
+    )

@@ -36,6 +36,7 @@ from scrapeflow_dagster.defs.executor_events import (
     CHECK_NAME,
     finish_run,
     merge_reports,
+    run_keys,
 )
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.defs.resources import (
@@ -120,6 +121,7 @@ def sharded_chain_asset(
                 config.force,
                 config.refresh_older_than_seconds,
                 tuple(assets),
+                config.follow_links,
             )
             yield dg.DynamicOutput(shard_plan, mapping_key=f"shard_{index}")
 
@@ -144,6 +146,7 @@ def sharded_chain_asset(
             max_age_seconds=shard_plan.max_age_seconds,
             resources=(scrape_settings, status_store, proxy_provider),
             label=f"shard {shard_plan.position + 1} of {shard_plan.total}, ",
+            follow_links=shard_plan.follow_links,
         )
 
     check_outputs = {f"{link.name}_{CHECK_NAME}": link.name for link in links}
@@ -176,9 +179,8 @@ def sharded_chain_asset(
                 context.run_id,
                 [f"{node}_plan", f"{node}_shard"],
             )
-        yield from finish_run(
-            context, merged, context.partition_keys, checks=selected_checks(context)
-        )
+        keys = run_keys(context.partition_keys, merged)
+        yield from finish_run(context, merged, keys, checks=selected_checks(context))
 
     def compose(**after: Any) -> Any:
         done = collect(plan(**after).map(shard).collect())

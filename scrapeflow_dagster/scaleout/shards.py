@@ -37,6 +37,7 @@ class ShardPlan(NamedTuple):
     force: bool = False
     max_age_seconds: float | None = None
     assets: tuple[str, ...] = ()  # the chain's assets the run selected (empty: all)
+    follow_links: bool = False  # a crawl streamed through the run (`StepConfig.follow_links`)
 
 
 def split_keys(keys: Sequence[str], shards: int) -> list[list[str]]:

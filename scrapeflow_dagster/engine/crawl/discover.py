@@ -332,6 +332,10 @@ def _apply(layout: DataLayout, batch: journal.FrontierBatch, ledger: Ledger) -> 
             )
         )
     ledger.flush()
+    batch.outcomes = {}
+    for row in batch.rows:
+        counts = batch.outcomes.setdefault(str(row["depth"]), {})
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
     journal.note_added(layout, ((crawl_of[key], key) for key in report.keys))
     journal.mark_expanded(layout, batch.parents)
     batch.keys = list(report.keys)

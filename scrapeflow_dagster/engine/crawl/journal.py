@@ -160,7 +160,9 @@ class FrontierBatch:
     """One discovery's result: the tasks it adds and the links it saw.
 
     `children` are `{"key", "params"}`; `rows` are frontier rows as dicts (`FrontierRow`
-    fields); `keys` the keys that are new tasks after storing (set when applied).
+    fields); `keys` the keys that are new tasks after storing (set when applied), `outcomes`
+    the rows' count per depth (as text) and outcome; `streamed_by` the run that took its tasks
+    into its own pass (a crawl streamed through one run), if one did.
     """
 
     id: str
@@ -170,6 +172,8 @@ class FrontierBatch:
     crawls: list[str] = field(default_factory=list)
     applied: bool = False
     keys: list[str] = field(default_factory=list)
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+    streamed_by: str | None = None
 
     def to_bytes(self) -> bytes:
         """The batch as written to disk."""

@@ -28,6 +28,7 @@ from scrapeflow_dagster.engine.run.context import (
     executor_name,
 )
 from scrapeflow_dagster.engine.run.deadlines import StepDeadlines
+from scrapeflow_dagster.engine.run.feed import Grow, TaskFeed
 from scrapeflow_dagster.engine.run.runner import Runner
 from scrapeflow_dagster.engine.settings import (
     DEFAULT_MAX_PARALLELISM,
@@ -147,6 +148,7 @@ async def execute_async(
     requires: Sequence[str] = (),
     step_requires: Mapping[str, Sequence[str]] | None = None,
     max_age_seconds: float | None = None,
+    grow: Grow | None = None,
 ) -> list[str]:
     """Run `executors` in order for every task, at most `max_parallelism` tasks at a time.
 
@@ -169,6 +171,9 @@ async def execute_async(
         step_requires: per executor name, the executors its output is built from (default:
             `requires`); a step that succeeded before one of them last ran is run again.
         max_age_seconds: re-run successful steps older than this (freshness).
+        grow: given (in a worker thread, in batches) the keys whose chain succeeded or was
+            skipped; the stored tasks whose keys it returns run in this pass too (a crawl
+            streamed through one run, `feed.TaskFeed`).
 
     Returns:
         The keys whose whole chain succeeded or was skipped, in completion order.
@@ -223,11 +228,16 @@ async def execute_async(
             max_age_seconds=max_age_seconds,
         )
 
+        feed = TaskFeed(pairs, grow)
+
         async def worker() -> None:
-            # Workers share one iterator: tasks are pulled only when a worker is free.
-            for key, params in pairs:
-                if await runner.run_task(key, params):
+            # Workers share one feed: tasks are pulled only when a worker is free.
+            while (task := await feed.next()) is not None:
+                key, params = task
+                ok = await runner.run_task(key, params)
+                if ok:
                     succeeded.append(key)
+                feed.finished(key, succeeded=ok)
 
         try:
             async with asyncio.TaskGroup() as group:

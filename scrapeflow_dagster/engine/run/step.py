@@ -11,6 +11,7 @@ from scrapeflow_dagster.engine.history import Ledger, PageRow, StepRow
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Executor, executor_name
 from scrapeflow_dagster.engine.run.execute import execute_async
+from scrapeflow_dagster.engine.run.feed import Grow
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.atomic import sweep_stale_temp_files
@@ -181,6 +182,7 @@ async def run_chain(
     max_parallelism: int | None = None,
     run_id: str | None = None,
     on_outcome: OutcomeCallback | None = None,
+    grow: Grow | None = None,
 ) -> dict[str, StepReport]:
     """Run `executors` in order for each of `keys`, a task at a time through the whole chain
     (scrapeflow's `execute_async(executors=[...])`), and record every outcome.
@@ -194,6 +196,7 @@ async def run_chain(
         step_requires: per executor name, what its output is built from (see `execute_async`).
         on_outcome: called as each task's step ends (not for tasks whose upstream is
             missing), e.g. to report it at once rather than when the whole batch is done.
+        grow: what adds tasks to the pass as tasks finish (`execute_async`).
 
     Returns:
         One report per executor name, in chain order.
@@ -231,5 +234,6 @@ async def run_chain(
             requires=requires,
             step_requires=step_requires,
             max_age_seconds=max_age_seconds,
+            grow=grow,
         )
     return reports

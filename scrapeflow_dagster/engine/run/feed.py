@@ -1,0 +1,92 @@
+"""`TaskFeed`: the tasks of one pass, which may grow while the pass runs.
+
+A crawl streamed through one run gives every task whose chain finished to a `grow` function
+(the crawl's discovery), in batches, in a worker thread so fetching goes on meanwhile; the
+tasks it returns join the same pass. The pass ends when no task is left, none is in flight and
+no discovery is running or waiting: the last page parsed could still add tasks.
+"""
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from scrapeflow_dagster.engine.state.schema import Params
+
+# Given the keys whose chain succeeded or was skipped since its last call; returns the keys of
+# new tasks (stored already, their params in their status files) to run in the same pass.
+Grow = Callable[[list[str]], list[str]]
+
+
+class TaskFeed:
+    """Hands the pass's workers their tasks: first `pairs`, then what `grow` adds."""
+
+    def __init__(self, pairs: Iterator[tuple[str, Params | None]], grow: Grow | None) -> None:
+        self._pairs = pairs
+        self._grow = grow
+        self._queue: deque[str] = deque()
+        self._seen: set[str] = set()
+        self._in_flight = 0
+        self._finished: list[str] = []  # not given to `grow` yet
+        self._growing: asyncio.Future[list[str]] | None = None
+        self._changed = asyncio.Event()
+        self._error: BaseException | None = None
+        self._exhausted = False
+
+    async def next(self) -> tuple[str, Params | None] | None:
+        """The next task to run, waiting for a discovery while one can still add tasks; None
+        when the pass is done.
+
+        Raises:
+            Exception: what `grow` raised (the pass stops as for an executor's bug).
+        """
+        while True:
+            if self._error is not None:
+                raise self._error
+            if self._queue:
+                self._in_flight += 1
+                return self._queue.popleft(), None
+            if not self._exhausted:
+                for key, params in self._pairs:
+                    if self._grow is not None:
+                        if key in self._seen:
+                            continue
+                        self._seen.add(key)
+                    self._in_flight += 1
+                    return key, params
+                self._exhausted = True
+            if self._grow is None or (
+                self._in_flight == 0 and self._growing is None and not self._finished
+            ):
+                return None
+            self._changed.clear()
+            await self._changed.wait()
+
+    def finished(self, key: str, *, succeeded: bool) -> None:
+        """Note that the task `key` from `next` ended; a succeeded one goes to `grow`."""
+        self._in_flight -= 1
+        if succeeded and self._grow is not None:
+            self._finished.append(key)
+            self._start_growing()
+        self._changed.set()
+
+    def _start_growing(self) -> None:
+        if self._grow is None or self._growing is not None or not self._finished:
+            return
+        parents, self._finished = self._finished, []
+        self._growing = asyncio.ensure_future(asyncio.to_thread(self._grow, parents))
+        self._growing.add_done_callback(self._grown)
+
+    def _grown(self, done: "asyncio.Future[list[str]]") -> None:
+        self._growing = None
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            self._error = error
+        else:
+            for key in done.result():
+                if key not in self._seen:
+                    self._seen.add(key)
+                    self._queue.append(key)
+            self._start_growing()
+        self._changed.set()
