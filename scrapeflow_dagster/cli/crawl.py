@@ -1,9 +1,9 @@
 """`scrapeflow crawl FILE --max-depth N [--max-pages M] [--scope host|domain]`: FILE's tasks are
-seeds; each round is one real Dagster run of the executor chain (`scrape`, `validation`,
-`pages`: each task down the chain in one pass) over the crawl's tasks not parsed yet, started
-in this process against the instance (`crawling.rounds`, no `dagster` process per round),
-then the links of the parsed pages become new tasks (`crawling.frontier`, as the frontier
-sensor does), until no new task is in scope or the budget is spent. One line per round. Exit 0
+seeds; the crawl is one real Dagster run of the executor chain (`scrape`, `validation`,
+`pages`: each task down the chain in one pass), started in this process against the instance
+(`crawling.rounds`), whose step takes in the links of each page it parses and runs the new
+tasks in the same run (`crawling.stream`, the discovery the frontier sensor runs too), until
+no new task is in scope or the budget is spent. One line per depth ("round"). Exit 0
 when the crawl finished, even if some pages failed (see `scrapeflow status`); killed and run
 again, it goes on where it stopped: pages whose scrape completed are not fetched again,
 discovered tasks not yet run are run. Run again with other crawl settings (a deeper

@@ -48,7 +48,6 @@ class RunGrowth:
         self._settings = settings
         self._assets = list(assets)
         self._lock = threading.Lock()  # one discovery at a time (the feed calls one anyway)
-        self.added: list[str] = []
 
     def __call__(self, parsed: list[str]) -> list[str]:
         """Take in the links of `parsed`; returns the keys of the new tasks, each made a
@@ -73,7 +72,6 @@ class RunGrowth:
                 found.batch, children=[], rows=[], streamed_by=self._context.run.run_id
             )
             journal.save_batch(self._layout, streamed)
-            self.added += keys
             return keys
 
 

@@ -2,19 +2,22 @@
 bundled site's `/spelled/` pages, every link is requested exactly as a browser resolves it
 (`<base href>`, escapes, bare query keys, query order and repeats, `@` in paths, `<area>`), a
 page with 1,200 links has every one followed, a download is fetched but not parsed as a page,
-and DuckDB stores each URL as linked, its canonical form beside it."""
+and DuckDB stores each URL as linked, its canonical form beside it. The crawl is one Dagster run
+whose partitions, the discovered ones included, end in exact states."""
 
 import json
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 
+from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.tasks.keys import canonical_url
+from scrapeflow_dagster.engine.tasks.keys import canonical_url, request_key
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster.site.spelled import (
     AREA_LINK,
@@ -24,6 +27,8 @@ from scrapeflow_dagster.site.spelled import (
     SPELLED_LINKS,
 )
 from scrapeflow_dagster_tests.cli.helpers import Run
+
+MATERIALIZED = dg.AssetPartitionStatus.MATERIALIZED
 
 
 @pytest.fixture
@@ -37,9 +42,13 @@ def targets(site: SiteThread) -> Counter[str]:
         return Counter(json.load(response)["targets"])
 
 
-@pytest.mark.slow  # about 30 s: two rounds, 1,209 pages
+@pytest.mark.slow  # about 20-30 s: one run, 1,209 pages
 def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
-    site: SiteThread, run_command: Run, layout: DataLayout, tmp_path: Path
+    site: SiteThread,
+    run_command: Run,
+    layout: DataLayout,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    tmp_path: Path,
 ) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(site.url("/spelled/") + "\n")
@@ -86,6 +95,22 @@ def test_a_crawl_requests_and_stores_every_link_as_the_page_spells_it(
     # The download is a fetched file: no `pages` row, its links (none followed) not read.
     assert parsed == [(len(expected) - 1,)]
     assert download == [("SUCCESS", 66)]
+
+    # One run took the whole crawl: every depth's pages joined it as they were found, each a
+    # partition in its exact state (the broken link failed at `scrape` alone).
+    instance = cli_instance()
+    assert len(instance.get_runs()) == 1
+    keys = [request_key(url) for url in sorted(urls)]
+    broken = request_key(site.url(BROKEN_LINK))
+    for asset, broken_state in [
+        ("scrape", dg.AssetPartitionStatus.FAILED),
+        ("validation", None),
+        ("pages", None),
+    ]:
+        states = instance.get_status_by_partition(dg.AssetKey(asset), keys, tasks_partitions_def)
+        assert {k: (states or {}).get(k) for k in keys} == {
+            k: broken_state if k == broken else MATERIALIZED for k in keys
+        }, asset
 
     again = run_command("scrapeflow", "crawl", str(seeds), "--max-depth", "2")
 

@@ -2,7 +2,8 @@
 
 `context` (what an executor is and gets), `execute` (`execute_async`: the fan-out and the HTTP
 session), `runner` (one task: lock, load, each step recorded through `state.schema`),
-`deadlines` (one timer bounding every step), `results` and `step` (a run's report).
+`deadlines` (one timer bounding every step), `feed` (the pass's tasks, which may grow as
+tasks finish), `results` and `step` (a run's report).
 
 May import: `engine.errors`, `engine.redact`, `engine.settings`, `engine.state`,
 `engine.tasks.keys`, `engine.proxies` (the provider type), `engine.history` (rows of a run).
