@@ -35,6 +35,7 @@ from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance import RUNLESS_RUN_ID
 
+from scrapeflow_dagster.storage.event_template import EventTemplates
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
@@ -102,6 +103,7 @@ class BufferedEventLog:
         self._buffer = []
         self._oldest_buffered: float | None = None
         self._buffer_lock = threading.RLock()
+        self._event_templates = EventTemplates()
         _live_storages.add(self)
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
@@ -110,7 +112,27 @@ class BufferedEventLog:
         raise NotImplementedError
 
     def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
-        self._write_rows(events, [self._event_to_row(event) for event in events])  # type: ignore[attr-defined]
+        self._write_rows(events, [self._buffered_row(event) for event in events])
+
+    def _buffered_row(self, event: EventLogEntry) -> Row:
+        """The row Dagster's `_event_to_row` makes of `event`, a materialisation's text from a
+        template (`event_template`: the same text, a tenth of the cost)."""
+        dagster_event = event.dagster_event
+        if (
+            dagster_event is None
+            or dagster_event.event_type != DagsterEventType.ASSET_MATERIALIZATION
+        ):
+            return self._event_to_row(event)  # type: ignore[attr-defined, no-any-return]
+        asset_key = dagster_event.asset_key
+        return {
+            "run_id": event.run_id,
+            "event": self._event_templates.serialize(event),
+            "dagster_event_type": dagster_event.event_type_value,
+            "timestamp": self._event_insert_timestamp(event),  # type: ignore[attr-defined]
+            "step_key": dagster_event.step_key,
+            "asset_key": asset_key.to_string() if asset_key else None,
+            "partition": dagster_event.partition or None,
+        }
 
     @property
     def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:

@@ -1,0 +1,174 @@
+"""`EventTemplates`: a run's per-partition materialisations serialised from a template, the very
+text Dagster's `serialize_value` writes, at a fraction of its cost.
+
+A run's materialisations of one asset differ only in their partition, timestamp and metadata
+values. So the first of each shape (every other field, the metadata labels and value types)
+is serialised by Dagster itself with sentinel values in those places, the text is cut at the
+sentinels, and every later event of that shape is the pieces joined around its own values,
+each encoded by the same JSON encoder Dagster uses (`sort_keys`, ASCII). Measured 2026-11-26:
+150 us per event by `serialize_value`, on 10,000 tasks about a tenth of a shard's time.
+
+Anything else (another event type, a metadata value that is not an int, text or bool, a
+sentinel that does not come out exactly once) is serialised by `serialize_value`.
+`storage/test_event_template.py` compares both texts over varied events.
+"""
+
+import json
+from collections.abc import Hashable
+from typing import Any, NamedTuple
+
+import dagster as dg
+from dagster._core.events import DagsterEventType, StepMaterializationData
+from dagster._core.events.log import EventLogEntry
+from dagster_shared.serdes import serialize_value
+
+_MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION.value
+_TIMESTAMP = 1234567890.0625  # exact in binary: its repr is itself
+_PARTITION = "\x00scrapeflow-partition\x00"
+_INT_BASE = 7_340_073_400_000_000  # far from any pid, level or size
+
+_encode_text = json.encoder.encode_basestring_ascii  # what json.dumps does with ensure_ascii
+# One template per shape; a run has one shape per asset and metadata layout: a few.
+_MAX_TEMPLATES = 256
+
+
+class EventTemplates:
+    """Templates of the shapes seen so far (one per storage)."""
+
+    def __init__(self) -> None:
+        self._templates: dict[Hashable, _Template | None] = {}
+
+    @property
+    def templated(self) -> int:
+        """How many shapes are serialised from a template."""
+        return sum(template is not None for template in self._templates.values())
+
+    def serialize(self, entry: EventLogEntry) -> str:
+        """`serialize_value(entry)`, from a template where `entry` has a known shape."""
+        found = _shape(entry)
+        if found is None:
+            return serialize_value(entry)
+        shape, values = found
+        template = self._templates.get(shape, ...)
+        if template is ...:
+            template = _template(entry) if len(self._templates) < _MAX_TEMPLATES else None
+            self._templates[shape] = template
+        if template is None:
+            return serialize_value(entry)
+        parts = [template.pieces[0]]
+        for index, piece in zip(template.order, template.pieces[1:], strict=True):
+            parts.append(values[index])
+            parts.append(piece)
+        return "".join(parts)
+
+
+def _frozen(value: Any) -> Hashable:
+    """`value` as part of a shape (TypeError when it cannot be one)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    hash(value)
+    return value
+
+
+def _shape(entry: EventLogEntry) -> tuple[Hashable, list[str]] | None:
+    """The shape of a materialisation with simple metadata and its values encoded in template
+    order (partition, metadata values, timestamp); None for anything else."""
+    event = entry.dagster_event
+    if event is None or event.event_type_value != _MATERIALIZATION:
+        return None
+    data = event.event_specific_data
+    if not isinstance(data, StepMaterializationData) or data.asset_lineage:
+        return None
+    materialization = data.materialization
+    if not isinstance(materialization, dg.AssetMaterialization) or not isinstance(
+        materialization.partition, str
+    ):
+        return None
+    labels: list[Hashable] = []
+    values = [_encode_text(materialization.partition)]
+    for label, value in materialization.metadata.items():
+        if type(value) is dg.IntMetadataValue and type(value.value) is int:
+            labels.append((label, "int"))
+            values.append(str(value.value))
+        elif type(value) is dg.TextMetadataValue and type(value.text) is str:
+            labels.append((label, "text"))
+            values.append(_encode_text(value.text))
+        elif type(value) is dg.BoolMetadataValue and type(value.value) is bool:
+            labels.append((label, value.value))  # two values: part of the shape
+        else:
+            return None
+    if type(entry.timestamp) is not float:
+        return None
+    values.append(repr(entry.timestamp))
+    try:
+        shape = (
+            tuple(_frozen(getattr(entry, f)) for f in entry._fields if f not in _ENTRY_VARIES),
+            tuple(_frozen(getattr(event, f)) for f in event._fields if f not in _EVENT_VARIES),
+            tuple(
+                _frozen(getattr(materialization, f))
+                for f in materialization._fields
+                if f not in _MATERIALIZATION_VARIES
+            ),
+            tuple(labels),
+        )
+    except TypeError:
+        return None
+    return shape, values
+
+
+_ENTRY_VARIES = {"timestamp", "dagster_event"}
+_EVENT_VARIES = {"event_specific_data"}
+_MATERIALIZATION_VARIES = {"partition", "metadata"}
+
+
+class _Template(NamedTuple):
+    """A shape's text cut where its values go; `order[i]` is the value between pieces i, i+1."""
+
+    pieces: list[str]
+    order: list[int]
+
+
+def _template(entry: EventLogEntry) -> _Template | None:
+    """The text of `entry` cut where its values go (None when a sentinel is not found exactly
+    once: then this shape is serialised by Dagster every time)."""
+    event = entry.dagster_event
+    assert event is not None
+    data = event.event_specific_data
+    assert isinstance(data, StepMaterializationData)
+    materialization = data.materialization
+    metadata: dict[str, Any] = {}
+    sentinels = [_encode_text(_PARTITION)]
+    for n, (label, value) in enumerate(materialization.metadata.items()):
+        if type(value) is dg.IntMetadataValue:
+            metadata[label] = dg.IntMetadataValue(_INT_BASE + n)
+            sentinels.append(str(_INT_BASE + n))
+        elif type(value) is dg.TextMetadataValue:
+            text = f"\x00scrapeflow-text-{n}\x00"
+            metadata[label] = dg.TextMetadataValue(text)
+            sentinels.append(_encode_text(text))
+        else:
+            metadata[label] = value
+    sentinels.append(repr(_TIMESTAMP))
+    prototype = entry._replace(
+        timestamp=_TIMESTAMP,
+        dagster_event=event._replace(
+            event_specific_data=data._replace(
+                materialization=materialization._replace(metadata=metadata, partition=_PARTITION)
+            )
+        ),
+    )
+    text = serialize_value(prototype)
+    found = []
+    for index, sentinel in enumerate(sentinels):
+        if text.count(sentinel) != 1:
+            return None
+        found.append((text.index(sentinel), len(sentinel), index))
+    found.sort()
+    pieces, start = [], 0
+    for at, length, _index in found:
+        pieces.append(text[start:at])
+        start = at + length
+    pieces.append(text[start:])
+    return _Template(pieces, [index for _at, _length, index in found])
