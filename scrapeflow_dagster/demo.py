@@ -16,7 +16,7 @@ from scrapeflow_dagster.instance import ensure_dagster_home
 
 # Every executor asset in one run: each task goes down the chain in one pass.
 CHAIN = ",".join(asset.key.to_user_string() for asset in executor_assets)
-# Three rounds (13 pages within depth 2 of /graph/0): the crawl in well under a minute.
+# 13 pages within depth 2 of /graph/0, in one run: the crawl in well under a minute.
 CRAWL_DEPTH = 2
 
 
@@ -124,7 +124,7 @@ def run_demo(*, pages: int = 300, port: int = 8765) -> int:
             "  Assets > scrape > Partitions: each task's state (the 404s and captchas failed,\n"
             "    with their reason in the partition's events; validation and pages missing)\n"
             "  Assets > crawl_report > Plots: success %, pages, p95 fetch time per report\n"
-            "  Runs: the chain run and the crawl's rounds; Automation: the inbox and retry\n"
+            "  Runs: the chain run and the crawl's run; Automation: the inbox and retry\n"
             "    sensors (running), the frontier sensor and the schedules (off)"
         )
         return 0

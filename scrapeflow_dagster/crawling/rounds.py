@@ -16,6 +16,7 @@ run once more (every step skipped, its partitions materialised), so no partition
 progress" for good.
 """
 
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,10 +26,12 @@ import dagster as dg
 
 from scrapeflow_dagster.crawling.frontier import SYNC_LOCK_TIMEOUT_SECONDS, take_in
 from scrapeflow_dagster.crawling.runs import LocationRuns
+from scrapeflow_dagster.crawling.stream import CRAWL_TAG
 from scrapeflow_dagster.defs.chain import chain_node_name
 from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR as LINKS_ASSET
+from scrapeflow_dagster.engine.crawl.journal import take_stream_summaries
 from scrapeflow_dagster.engine.crawl.scope import ADDED
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
@@ -88,6 +91,7 @@ def run_crawl(
     todo = [*seeds, *reopened]
     settings = runs.scrape_settings()
     config = _follow_links_config(runs, assets)
+    token = uuid.uuid4().hex  # the runs' steps leave what they took in under it
     while True:
         batches = [b for b in pending_batches(layout) if crawls & set(b.crawls)]
         todo += [k for b in batches for k in b.keys]
@@ -99,29 +103,36 @@ def run_crawl(
         # killed before its discovery): their new tasks go into this run.
         found = [take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings, sync=False)]
         todo = list(dict.fromkeys([*todo, *found[0].keys]))
-        before = {b.id for b in pending_batches(layout)}
-        to_run, failed_runs = _run_round(layout, runs, todo, assets, config, log)
-        grown = [b for b in pending_batches(layout) if b.id not in before and b.streamed_by]
-        streamed = [k for b in grown for k in b.keys]
+        to_run, failed_runs = _run_round(
+            layout, runs, todo, assets, config, {CRAWL_TAG: token}, log
+        )
+        taken = take_stream_summaries(layout, token)
+        streamed = [k for summary in taken for k in summary["keys"]]
         attempted.update(todo)
         attempted.update(streamed)
         result.ran += len(to_run) + len(streamed)
         # No DuckDB sync here: a run ingests the spool as it ends, and the last pass (it adds
-        # no task) syncs below. In rounds, this discovery finds the run's new tasks.
-        found.append(take_in(layout, todo, links_asset=LINKS_ASSET, settings=settings, sync=False))
+        # no task) syncs below. In rounds (or after a run stopped early), this discovery finds
+        # the new tasks.
+        found.append(
+            take_in(
+                layout, [*todo, *streamed], links_asset=LINKS_ASSET, settings=settings, sync=False
+            )
+        )
         if not found[-1].keys:
             sync_quietly(layout)
-        for batch in [*batches, *grown, found[0].batch]:
+        for batch in [*batches, found[0].batch]:
             if batch is not None:
                 finish_batch(layout, batch.id)  # its tasks have run
-        pass_rounds = _rounds(
+        outcomes = [summary["outcomes"] for summary in taken]
+        outcomes += [f.batch.outcomes for f in found if f.batch is not None]
+        for done in _rounds(
             layout,
             [*todo, *streamed],
             ran={*to_run, *streamed},
-            outcomes=[b.outcomes for b in [*grown, *(f.batch for f in found)] if b is not None],
+            outcomes=outcomes,
             failed_runs=failed_runs,
-        )
-        for done in pass_rounds:
+        ):
             result.rounds.append(done)
             if on_round is not None:
                 on_round(done)
@@ -195,6 +206,7 @@ def _run_round(
     keys: list[str],
     assets: Sequence[str],
     config: dict[str, Any] | None,
+    tags: dict[str, str],
     log: IO[str] | None,
 ) -> tuple[list[str], int]:
     """Make `keys` partitions, then run every asset of the chain once per range of those not
@@ -211,7 +223,9 @@ def _run_round(
     failed = 0
     for first, last in plan_ranges(ordered, to_run, passable=set()):
         tasks = position[last] - position[first] + 1
-        failed += not runs.run_range(assets, first, last, tasks=tasks, config=config, log=log)
+        failed += not runs.run_range(
+            assets, first, last, tasks=tasks, config=config, log=log, tags=tags
+        )
     return to_run, failed
 
 

@@ -117,22 +117,29 @@ def run_and_log(
     scrape_settings, status_store, proxy_provider = resources
     materialize = materialization_logger(context)
     grow = None
-    if follow_links and follows_links(selection.names):
+    if follow_links and follows_links(selection.names, selection.requires):
         grow = RunGrowth(context, status_store.layout(), scrape_settings.build(), selection.names)
-    reports = run_selection(
-        selection,
-        keys,
-        force=force,
-        max_age_seconds=max_age_seconds,
-        run_id=context.run.run_id,
-        scrape_settings=scrape_settings,
-        status_store=status_store,
-        proxy_provider=proxy_provider,
-        on_outcome=lambda name, key, outcome: log_outcome(
-            context, name, key, outcome, materialize=materialize
-        ),
-        grow=grow,
-    )
+    try:
+        reports = run_selection(
+            selection,
+            keys,
+            force=force,
+            max_age_seconds=max_age_seconds,
+            run_id=context.run.run_id,
+            scrape_settings=scrape_settings,
+            status_store=status_store,
+            proxy_provider=proxy_provider,
+            on_outcome=lambda name, key, outcome: log_outcome(
+                context, name, key, outcome, materialize=materialize
+            ),
+            grow=grow,
+        )
+    except BaseException:
+        if grow is not None:
+            grow.abandon()
+        raise
+    if grow is not None:
+        grow.finish()
     for asset_name, report in reports.items():
         context.log.info(f"{label}{asset_name}: {report.tasks} tasks\n{report.markdown()}")
     return reports

@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
+from scrapeflow_dagster.engine.crawl.journal import FrontierBatch, frontier_dir
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import is_success, md5_of
@@ -185,6 +186,72 @@ def test_a_killed_crawl_run_again_fetches_no_completed_page_again(
     # Pages in flight when it was killed may be fetched again; no page more than that.
     assert max(counts.values()) <= 2, counts
     _assert_all_parsed(layout, cli_instance, list(expected.values()))
+
+
+def test_a_crawl_run_stopped_by_a_discovery_error_hands_its_tasks_back(
+    graph_site: SiteThread,
+    dagster_home: Path,
+    layout: DataLayout,
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    tmp_path: Path,
+) -> None:
+    seeds = _seeds(graph_site, tmp_path)
+    log = (tmp_path / "crawl-1.log").open("wb")
+    first = subprocess.Popen(
+        [str(BIN_DIR / "scrapeflow"), "crawl", seeds, "--max-depth", str(DEPTH)],
+        cwd=tmp_path,
+        env=process_env(dagster_home, layout.root),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    corrupt = frontier_dir(layout) / "batches" / "99999999999999999999-0.json"
+    try:
+        # Depth 1 is being fetched: a frontier batch no discovery can read stops the run's
+        # next discovery, and so its pass.
+        wait_until(
+            lambda: len(_graph_counts(graph_site)) >= 3,
+            what="the crawl's depth 1",
+            timeout_seconds=600,
+            poll_seconds=0.05,
+            process=first,
+        )
+        corrupt.write_text("{not a batch")
+        assert first.wait(timeout=600) != 0
+    finally:
+        kill_group(first)
+        log.close()
+    output = (tmp_path / "crawl-1.log").read_text()
+    assert f"{corrupt} is not a frontier batch" in output, output[-3000:]
+    # The run's discovered tasks it did not run are handed back to every driver.
+    handed_back = pending_batches_readable(layout, corrupt)
+    assert handed_back and all(batch.streamed_by is None for batch in handed_back)
+    fetched_before = _graph_counts(graph_site)
+
+    corrupt.unlink()
+    again = run_command(
+        "scrapeflow", "crawl", seeds, "--max-depth", str(DEPTH), timeout_seconds=900
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    expected = _expected(graph_site)
+    counts = _graph_counts(graph_site)
+    assert set(counts) == set(expected)  # every page within the depth, nothing more
+    # A page fetched by the stopped run is not fetched again (the one in flight may be).
+    again_fetched = [p for p in fetched_before if counts[p] > fetched_before[p]]
+    assert len(again_fetched) <= 8, again_fetched
+    _assert_all_parsed(layout, cli_instance, list(expected.values()))
+    assert not list((frontier_dir(layout) / "batches").glob("*.json"))  # all finished
+
+
+def pending_batches_readable(layout: DataLayout, unreadable: Path) -> list[FrontierBatch]:
+    """The frontier's batches but `unreadable`."""
+    folder = frontier_dir(layout) / "batches"
+    return [
+        FrontierBatch.from_bytes(path.read_bytes(), path)
+        for path in sorted(folder.glob("*.json"))
+        if path != unreadable
+    ]
 
 
 def test_crawl_options_are_checked_before_anything_runs(run_command: Run, tmp_path: Path) -> None:

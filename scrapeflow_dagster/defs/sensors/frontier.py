@@ -102,6 +102,8 @@ def build_frontier_sensor(
         for batch in pending_batches(layout):
             if len(runs) >= MAX_RUNS_PER_TICK:
                 break
+            if batch.streamed_by and _in_progress(instance, batch.streamed_by):
+                continue  # its tasks joined that run's pass: never a second run of them
             ordered = register(instance, batch)
             requests = frontier_run_requests(instance, chain, batch, ordered)
             if all(run_exists(instance, r.run_key or "") for r in requests):
@@ -113,3 +115,10 @@ def build_frontier_sensor(
         return dg.SensorResult(run_requests=runs)
 
     return frontier_sensor
+
+
+def _in_progress(instance: dg.DagsterInstance, run_id: str) -> bool:
+    """Whether run `run_id` exists and has not ended (a run that took a batch into its pass
+    and ended without finishing it stopped early: its batch is the sensor's again)."""
+    run = instance.get_run_by_id(run_id)
+    return run is not None and not run.is_finished

@@ -99,6 +99,7 @@ def discover(
     executor: str = PAGES_EXECUTOR,
     now: datetime | None = None,
     settings: ScrapeSettings | None = None,
+    streamed_by: str | None = None,
 ) -> Discovery:
     """Take in the links of `keys` whose `executor` step succeeded and that were not taken in.
 
@@ -115,6 +116,9 @@ def discover(
         now: the discovery time recorded on rows (default now).
         settings: the runs' settings: their User-Agent and politeness say which links the
             robots.txt copies they cached disallow (default: the defaults runs use).
+        streamed_by: the run that takes the new tasks into its own pass (a crawl streamed
+            through one run): the batch says so from its first write, so no other driver
+            (the frontier sensor) runs them too.
 
     Returns:
         The batch applied (its `keys` are the new tasks; the driver calls
@@ -137,6 +141,7 @@ def discover(
         robots = _Robots(layout.status_dir, settings or ScrapeSettings())
         batch = _plan(layout, parents, now or utc_now(), robots)
         batch.parents += not_crawled
+        batch.streamed_by = streamed_by
         journal.save_batch(layout, batch)
         _apply(layout, batch, ledger)
     return Discovery(batch, len(parents), dict(Counter(row["outcome"] for row in batch.rows)))

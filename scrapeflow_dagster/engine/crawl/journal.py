@@ -11,9 +11,13 @@ nothing and a replay duplicates nothing:
                        stored params never change, so each is read from its status file once)
     batches/ID.json    one discovery: its new tasks and frontier rows, written before they are
                        stored (`applied` false: replayed by the next discovery), then kept until
-                       the driver that runs them calls `finish_batch`
+                       the driver that runs them calls `finish_batch` (a run that takes
+                       them into its own pass, `streamed_by`, finishes them as it ends)
+    streamed/TOKEN/    what each step of a crawl's streamed run took in, for the crawl's
+                       driver to report (`take_stream_summaries` removes them)
 """
 
+import dataclasses
 import fcntl
 import os
 import time
@@ -227,3 +231,39 @@ def pending_batches(layout: DataLayout) -> list[FrontierBatch]:
 def finish_batch(layout: DataLayout, batch_id: str) -> None:
     """Forget a batch once its tasks are partitions and their runs exist (or ran)."""
     batch_path(layout, batch_id).unlink(missing_ok=True)
+
+
+def release_batch(layout: DataLayout, batch_id: str) -> None:
+    """Hand a batch a run had taken into its pass back to every driver (`streamed_by`
+    cleared): the run stopped before running all its tasks."""
+    path = batch_path(layout, batch_id)
+    try:
+        batch = FrontierBatch.from_bytes(path.read_bytes(), path)
+    except FileNotFoundError:
+        return
+    save_batch(layout, dataclasses.replace(batch, streamed_by=None))
+
+
+def _summaries_dir(layout: DataLayout, token: str) -> Path:
+    return frontier_dir(layout) / "streamed" / token
+
+
+def save_stream_summary(layout: DataLayout, token: str, name: str, summary: dict[str, Any]) -> None:
+    """Leave the driver of a crawl (`token`) what one step of its run took in: the keys it
+    added and ran, and its links' outcomes per depth."""
+    folder = _summaries_dir(layout, token)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(folder / f"{name}.json", orjson.dumps(summary))
+
+
+def take_stream_summaries(layout: DataLayout, token: str) -> list[dict[str, Any]]:
+    """The summaries the steps of a crawl's runs left (`save_stream_summary`), removed."""
+    folder = _summaries_dir(layout, token)
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        found.append(orjson.loads(path.read_bytes()))
+        path.unlink()
+    folder.rmdir()
+    return found

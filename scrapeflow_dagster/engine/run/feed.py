@@ -70,7 +70,12 @@ class TaskFeed:
         self._changed.set()
 
     def _start_growing(self) -> None:
-        if self._grow is None or self._growing is not None or not self._finished:
+        if (
+            self._grow is None
+            or self._growing is not None
+            or not self._finished
+            or self._error is not None  # the pass is stopping: nothing more is taken in
+        ):
             return
         parents, self._finished = self._finished, []
         self._growing = asyncio.ensure_future(asyncio.to_thread(self._grow, parents))
