@@ -23,7 +23,7 @@ import dagster as dg
 
 from scrapeflow_dagster.crawling.frontier import take_in
 from scrapeflow_dagster.defs.executor_events import plan_in_run
-from scrapeflow_dagster.defs.partitions import add_task_partitions
+from scrapeflow_dagster.defs.partitions import add_new_task_partitions
 from scrapeflow_dagster.engine.crawl import journal
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
 from scrapeflow_dagster.engine.settings import ScrapeSettings
@@ -80,7 +80,7 @@ class RunGrowth:
             keys = found.keys
             if not keys:
                 return []  # a batch without new tasks is finished at once
-            add_task_partitions(self._context.instance, keys)
+            add_new_task_partitions(self._context.instance, keys)
             if not plan_in_run(self._context, self._assets, keys):
                 # Not on this Dagster version: the crawl's driver runs them (in rounds).
                 journal.release_batch(self._layout, found.batch.id)

@@ -276,7 +276,8 @@ def plan_in_run(
             run.run_id,
             run.job_name,
             step_key,
-            f"{name} {key}: discovered and planned by run {run.run_id}",
+            # The same message for every key: the events share one template.
+            f"{name}: discovered by run {run.run_id}, planned in it",
             stamp,
         )
         for name in asset_names

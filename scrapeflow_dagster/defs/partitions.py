@@ -20,3 +20,10 @@ def add_task_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) -> in
     for start in range(0, len(new), ADD_CHUNK_KEYS):
         instance.add_dynamic_partitions(TASKS_PARTITIONS_NAME, new[start : start + ADD_CHUNK_KEYS])
     return len(new)
+
+
+def add_new_task_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) -> None:
+    """Add `keys`, new tasks (a discovery's), as `tasks` partitions in chunks, without reading
+    every partition first (`add_task_partitions`): Dagster skips any that exists."""
+    for start in range(0, len(keys), ADD_CHUNK_KEYS):
+        instance.add_dynamic_partitions(TASKS_PARTITIONS_NAME, keys[start : start + ADD_CHUNK_KEYS])

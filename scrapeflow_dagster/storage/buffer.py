@@ -115,13 +115,10 @@ class BufferedEventLog:
         self._write_rows(events, [self._buffered_row(event) for event in events])
 
     def _buffered_row(self, event: EventLogEntry) -> Row:
-        """The row Dagster's `_event_to_row` makes of `event`, a materialisation's text from a
-        template (`event_template`: the same text, a tenth of the cost)."""
+        """The row Dagster's `_event_to_row` makes of `event`, a (planned) materialisation's
+        text from a template (`event_template`: the same text, a tenth of the cost)."""
         dagster_event = event.dagster_event
-        if (
-            dagster_event is None
-            or dagster_event.event_type != DagsterEventType.ASSET_MATERIALIZATION
-        ):
+        if dagster_event is None or dagster_event.event_type not in BUFFERED_EVENT_TYPES:
             return self._event_to_row(event)  # type: ignore[attr-defined, no-any-return]
         asset_key = dagster_event.asset_key
         return {

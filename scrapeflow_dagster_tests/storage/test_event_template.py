@@ -1,13 +1,19 @@
-"""`EventTemplates` writes exactly the text Dagster's `serialize_value` writes: for events a real
-run logged, for every metadata layout our executor assets use, for text that JSON must escape,
-and for events that differ only where a template is shared; anything else is Dagster's own."""
+"""`EventTemplates` writes exactly the text Dagster's `serialize_value` writes: for the
+(planned) materialisations a real run logged, for every metadata layout our executor assets
+use, for text that JSON must escape, and for events that differ only where a template is
+shared; anything else is Dagster's own."""
 
 import logging
 import time
 
 import dagster as dg
 import pytest
-from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
+from dagster._core.events import (
+    AssetMaterializationPlannedData,
+    DagsterEvent,
+    DagsterEventType,
+    StepMaterializationData,
+)
 from dagster._core.events.log import EventLogEntry
 from dagster_shared.serdes import serialize_value
 
@@ -63,14 +69,17 @@ def test_events_a_real_run_logged_come_out_as_dagster_writes_them() -> None:
             assert dg.materialize([logged], instance=instance, partition_key=key).success
         entries = [
             record.event_log_entry
-            for record in instance.get_event_records(
-                dg.EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION)
+            for kind in (
+                DagsterEventType.ASSET_MATERIALIZATION,
+                DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
             )
+            for record in instance.get_event_records(dg.EventRecordsFilter(event_type=kind))
         ]
-    assert len(entries) == 2 * len(partitions.get_partition_keys())  # ours and the output's
+    runs = len(partitions.get_partition_keys())
+    assert len(entries) == 3 * runs  # ours, the output's, the planned one
     for logged_entry in entries:
         assert templates.serialize(logged_entry) == serialize_value(logged_entry)
-    assert templates.templated == 10  # two shapes per run (ours, the output's), none by Dagster
+    assert templates.templated == 3 * runs  # a shape each (one per run): none by Dagster
 
 
 @pytest.mark.parametrize(
@@ -105,3 +114,33 @@ def test_a_template_is_never_shared_by_events_that_differ_elsewhere() -> None:
     for logged_entry in [first, *others, first]:
         assert templates.serialize(logged_entry) == serialize_value(logged_entry)
     assert templates.templated == 4  # the URL metadata value is serialised by Dagster
+
+
+def planned(partition: str, *, run_id: str = "run-1", message: str = "planned") -> EventLogEntry:
+    """A planned materialisation as `executor_events.plan_in_run` builds one."""
+    event = DagsterEvent(
+        event_type_value=DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value,
+        job_name="__ASSET_JOB",
+        message=message,
+        event_specific_data=AssetMaterializationPlannedData(dg.AssetKey("pages"), partition),
+        step_key="executor_chain",
+    )
+    return EventLogEntry(
+        error_info=None,
+        level=logging.DEBUG,
+        user_message=message,
+        run_id=run_id,
+        timestamp=time.time(),
+        step_key="executor_chain",
+        job_name="__ASSET_JOB",
+        dagster_event=event,
+    )
+
+
+def test_planned_materialisations_share_a_template_and_come_out_as_dagster_writes_them() -> None:
+    templates = EventTemplates()
+    entries = [planned(key) for key in ["a", "b\u00e9", 'c"q\\', "d\x01"]]
+    entries += [planned("a", run_id="run-2"), planned("a", message="other")]
+    for logged_entry in entries:
+        assert templates.serialize(logged_entry) == serialize_value(logged_entry)
+    assert templates.templated == 3  # one run and message; another run; another message
