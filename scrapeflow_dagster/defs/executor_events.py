@@ -236,7 +236,8 @@ def release_not_attempted(
             RUNLESS_RUN_ID,
             RUNLESS_JOB_NAME,
             None,
-            f"{name} {key}: not attempted by run {run.run_id}, its upstream step did not succeed",
+            # The same message for every key: the events share one template.
+            f"{name}: not attempted by run {run.run_id}, its upstream step did not succeed",
             stamp,
         )
         for key in keys

@@ -35,7 +35,8 @@ _PARTITION = "\x00scrapeflow-partition\x00"
 _INT_BASE = 7_340_073_400_000_000  # far from any pid, level or size
 
 _encode_text = json.encoder.encode_basestring_ascii  # what json.dumps does with ensure_ascii
-# One template per shape; a run has one shape per asset and metadata layout: a few.
+# One template per shape; a run has one shape per asset and metadata layout: a few. Shapes
+# past this many (events whose messages differ, say) are serialised by Dagster, not kept.
 _MAX_TEMPLATES = 256
 
 
@@ -58,8 +59,9 @@ class EventTemplates:
         shape, values = found
         template = self._templates.get(shape, ...)
         if template is ...:
-            template = _template(entry) if len(self._templates) < _MAX_TEMPLATES else None
-            self._templates[shape] = template
+            if len(self._templates) >= _MAX_TEMPLATES:
+                return serialize_value(entry)  # never more shapes kept than that
+            template = self._templates[shape] = _template(entry)
         if template is None:
             return serialize_value(entry)
         parts = [template.pieces[0]]

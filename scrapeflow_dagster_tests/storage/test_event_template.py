@@ -144,3 +144,11 @@ def test_planned_materialisations_share_a_template_and_come_out_as_dagster_write
     for logged_entry in entries:
         assert templates.serialize(logged_entry) == serialize_value(logged_entry)
     assert templates.templated == 3  # one run and message; another run; another message
+
+
+def test_shapes_past_the_cap_are_serialised_by_dagster_and_never_kept() -> None:
+    templates = EventTemplates()
+    entries = [planned("k", message=f"message {n}") for n in range(300)]
+    for logged_entry in entries:
+        assert templates.serialize(logged_entry) == serialize_value(logged_entry)
+    assert templates.templated == 256
