@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import dagster as dg
 
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
-from scrapeflow_dagster.engine.crawl import Discovery, FrontierBatch, discover
+from scrapeflow_dagster.engine.crawl import Discovery, DiscoveryMemo, FrontierBatch, discover
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -25,6 +25,7 @@ def take_in(
     settings: ScrapeSettings | None,
     sync: bool = True,
     streamed_by: str | None = None,
+    memo: DiscoveryMemo | None = None,
 ) -> Discovery:
     """Turn the links of the parsed pages among `parents` that were not taken in yet into
     tasks and frontier rows (`engine.crawl.discover`); DuckDB gets the rows when it is free.
@@ -33,6 +34,7 @@ def take_in(
         sync: ingest the rows into DuckDB now; False leaves them in the spool for the next
             sync (a crawl's next run does one as it ends: 0.1-0.3 s saved per round).
         streamed_by: the run whose pass takes the new tasks in (`discover`).
+        memo: what the caller's earlier discoveries read (`discover`).
     """
     ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
     try:
@@ -43,6 +45,7 @@ def take_in(
             executor=links_asset,
             settings=settings,
             streamed_by=streamed_by,
+            memo=memo,
         )
     finally:
         if sync:

@@ -24,7 +24,7 @@ import dagster as dg
 from scrapeflow_dagster.crawling.frontier import take_in
 from scrapeflow_dagster.defs.executor_events import plan_in_run
 from scrapeflow_dagster.defs.partitions import add_new_task_partitions
-from scrapeflow_dagster.engine.crawl import journal
+from scrapeflow_dagster.engine.crawl import DiscoveryMemo, journal
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -58,6 +58,9 @@ class RunGrowth:
         self._batches: list[str] = []
         self._keys: list[str] = []
         self._outcomes: dict[str, dict[str, int]] = {}
+        # The status folder and link identities as earlier calls read them: each call reads
+        # only what changed (a run discovers every few pages).
+        self._memo = DiscoveryMemo()
 
     def __call__(self, parsed: list[str]) -> list[str]:
         """Take in the links of `parsed`; returns the keys of the new tasks, each made a
@@ -70,6 +73,7 @@ class RunGrowth:
                 settings=self._settings,
                 sync=False,
                 streamed_by=self._run_id,
+                memo=self._memo,
             )
             if found.batch is None:
                 return []

@@ -104,6 +104,7 @@ class BufferedEventLog:
         self._oldest_buffered: float | None = None
         self._buffer_lock = threading.RLock()
         self._event_templates = EventTemplates()
+        self._unflushed = threading.local()  # `unflushed`: this thread's writes skip the flush
         _live_storages.add(self)
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
@@ -196,12 +197,27 @@ class BufferedEventLog:
 
     # Every query of Dagster's SQL event log opens one of these two: the read hook.
     def run_connection(self, run_id: str | None = None) -> Any:
-        self.flush()
+        if not getattr(self._unflushed, "on", False):
+            self.flush()
         return super().run_connection(run_id)  # type: ignore[misc]
 
     def index_connection(self) -> Any:
-        self.flush()
+        if not getattr(self._unflushed, "on", False):
+            self.flush()
         return super().index_connection()  # type: ignore[misc]
+
+    def add_dynamic_partitions(
+        self, partitions_def_name: str, partition_keys: Sequence[str]
+    ) -> None:
+        # A partition row refers to no event, and what the storage reads here (the keys that
+        # exist) no buffered event changes: the buffer waits. A crawl streamed through one run
+        # adds partitions every few pages; flushing for each cut its batches to a few events
+        # (43 flushes instead of 4 on the bench's 502-page crawl).
+        self._unflushed.on = True
+        try:
+            super().add_dynamic_partitions(partitions_def_name, partition_keys)  # type: ignore[misc]
+        finally:
+            self._unflushed.on = False
 
     def wipe(self) -> None:
         self.flush()

@@ -3,6 +3,7 @@ pages within the depth, each once, never a disallowed path, all parsed; killed h
 again, no completed page is fetched again; `scrapeflow refresh` asks every page again
 conditionally, gets 304s and keeps every body."""
 
+import contextlib
 import json
 import subprocess
 import urllib.request
@@ -55,6 +56,28 @@ def _seeds(site: SiteThread, tmp_path: Path) -> str:
     path = tmp_path / "seeds.txt"
     path.write_text(site.url("/graph/0") + "\n")
     return str(path)
+
+
+@contextlib.contextmanager
+def _crawl_process(
+    seeds: str, dagster_home: Path, layout: DataLayout, tmp_path: Path
+) -> Iterator[tuple["subprocess.Popen[bytes]", Path]]:
+    """`scrapeflow crawl` of `seeds` to `DEPTH` in its own process group, its output in
+    `crawl-1.log`; the group is killed when the block ends."""
+    log_path = tmp_path / "crawl-1.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(BIN_DIR / "scrapeflow"), "crawl", seeds, "--max-depth", str(DEPTH)],
+            cwd=tmp_path,
+            env=process_env(dagster_home, layout.root),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield process, log_path
+        finally:
+            kill_group(process)
 
 
 def _assert_all_parsed(
@@ -146,16 +169,7 @@ def test_a_killed_crawl_run_again_fetches_no_completed_page_again(
     tmp_path: Path,
 ) -> None:
     seeds = _seeds(graph_site, tmp_path)
-    log = (tmp_path / "crawl-1.log").open("wb")
-    first = subprocess.Popen(
-        [str(BIN_DIR / "scrapeflow"), "crawl", seeds, "--max-depth", str(DEPTH)],
-        cwd=tmp_path,
-        env=process_env(dagster_home, layout.root),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
+    with _crawl_process(seeds, dagster_home, layout, tmp_path) as (first, log_path):
         # Round 3 fetches the 27 pages at depth 3, 8 at a time: kill once it is well under way.
         wait_until(
             lambda: len(_graph_counts(graph_site)) >= 24,
@@ -163,11 +177,8 @@ def test_a_killed_crawl_run_again_fetches_no_completed_page_again(
             timeout_seconds=600,
             poll_seconds=0.05,
             process=first,
-            log_tail=lambda: (tmp_path / "crawl-1.log").read_text()[-3000:],
+            log_tail=lambda: log_path.read_text()[-3000:],
         )
-    finally:
-        kill_group(first)
-        log.close()
     expected = _expected(graph_site)
     completed = [
         path
@@ -197,17 +208,8 @@ def test_a_crawl_run_stopped_by_a_discovery_error_hands_its_tasks_back(
     tmp_path: Path,
 ) -> None:
     seeds = _seeds(graph_site, tmp_path)
-    log = (tmp_path / "crawl-1.log").open("wb")
-    first = subprocess.Popen(
-        [str(BIN_DIR / "scrapeflow"), "crawl", seeds, "--max-depth", str(DEPTH)],
-        cwd=tmp_path,
-        env=process_env(dagster_home, layout.root),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     corrupt = frontier_dir(layout) / "batches" / "99999999999999999999-0.json"
-    try:
+    with _crawl_process(seeds, dagster_home, layout, tmp_path) as (first, log_path):
         # Depth 1 is being fetched: a frontier batch no discovery can read stops the run's
         # next discovery, and so its pass.
         wait_until(
@@ -219,10 +221,7 @@ def test_a_crawl_run_stopped_by_a_discovery_error_hands_its_tasks_back(
         )
         corrupt.write_text("{not a batch")
         assert first.wait(timeout=600) != 0
-    finally:
-        kill_group(first)
-        log.close()
-    output = (tmp_path / "crawl-1.log").read_text()
+    output = log_path.read_text()
     assert f"{corrupt} is not a frontier batch" in output, output[-3000:]
     # The run's discovered tasks it did not run are handed back to every driver.
     handed_back = pending_batches_readable(layout, corrupt)

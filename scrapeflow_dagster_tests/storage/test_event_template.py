@@ -50,13 +50,18 @@ def entry(partition: str, metadata: dict, *, run_id: str = "run-1", tags: dict |
         message="Materialized value.",
         pid=4242,
     )
+    return _log_entry(event, run_id, "Materialized value.", "scrape")
+
+
+def _log_entry(event: DagsterEvent, run_id: str, message: str, step_key: str) -> EventLogEntry:
+    """`event` in the entry Dagster's log manager stores it in."""
     return EventLogEntry(
         error_info=None,
         level=logging.DEBUG,
-        user_message="Materialized value.",
+        user_message=message,
         run_id=run_id,
         timestamp=time.time(),
-        step_key="scrape",
+        step_key=step_key,
         job_name="__ASSET_JOB",
         dagster_event=event,
     )
@@ -125,16 +130,7 @@ def planned(partition: str, *, run_id: str = "run-1", message: str = "planned") 
         event_specific_data=AssetMaterializationPlannedData(dg.AssetKey("pages"), partition),
         step_key="executor_chain",
     )
-    return EventLogEntry(
-        error_info=None,
-        level=logging.DEBUG,
-        user_message=message,
-        run_id=run_id,
-        timestamp=time.time(),
-        step_key="executor_chain",
-        job_name="__ASSET_JOB",
-        dagster_event=event,
-    )
+    return _log_entry(event, run_id, message, "executor_chain")
 
 
 def test_planned_materialisations_share_a_template_and_come_out_as_dagster_writes_them() -> None:

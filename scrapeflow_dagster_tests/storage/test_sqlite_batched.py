@@ -169,6 +169,20 @@ def test_reads_see_the_buffered_events(storage: BatchedSqliteEventLogStorage) ->
     assert storage.buffered_event_count == 0
 
 
+def test_partitions_added_while_events_wait_leave_them_buffered(
+    storage: BatchedSqliteEventLogStorage, tmp_path: Path
+) -> None:
+    # A crawl streamed through one run adds partitions every few pages: no flush for each.
+    for i in range(3):
+        storage.store_event(materialized(RUN, "a", f"p{i}"))
+    storage.add_dynamic_partitions("tasks", ["p3", "p4"])
+    assert storage.buffered_event_count == 3
+    assert shard_rows(tmp_path / "runs", RUN) == []
+    assert storage.get_dynamic_partitions("tasks") == ["p3", "p4"]  # a read: written now
+    assert storage.buffered_event_count == 0
+    assert len(shard_rows(tmp_path / "runs", RUN)) == 3
+
+
 def test_a_batch_is_written_before_store_event_batch_returns(
     storage: BatchedSqliteEventLogStorage, tmp_path: Path
 ) -> None:

@@ -14,7 +14,12 @@ May import: errors, settings, state, tasks, history, polite (the robots.txt cach
 crawl.
 """
 
-from scrapeflow_dagster.engine.crawl.discover import Discovery, discover, known_fingerprints
+from scrapeflow_dagster.engine.crawl.discover import (
+    Discovery,
+    DiscoveryMemo,
+    discover,
+    known_fingerprints,
+)
 from scrapeflow_dagster.engine.crawl.journal import (
     FrontierBatch,
     finish_batch,
@@ -23,6 +28,7 @@ from scrapeflow_dagster.engine.crawl.journal import (
 
 __all__ = [
     "Discovery",
+    "DiscoveryMemo",
     "FrontierBatch",
     "discover",
     "finish_batch",

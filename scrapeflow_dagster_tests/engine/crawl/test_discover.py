@@ -5,7 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scrapeflow_dagster.engine.crawl import discover, known_fingerprints, pending_batches
+from scrapeflow_dagster.engine.crawl import (
+    Discovery,
+    DiscoveryMemo,
+    discover,
+    known_fingerprints,
+    pending_batches,
+)
 from scrapeflow_dagster.engine.crawl.journal import (
     FrontierBatch,
     batches,
@@ -15,6 +21,7 @@ from scrapeflow_dagster.engine.crawl.journal import (
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.state.files import iter_status_files
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX
 from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster_tests.engine.crawl.helpers import (
     frontier,
@@ -242,3 +249,27 @@ def test_a_child_another_adder_stored_before_the_batch_is_applied_stays_theirs(
     assert found.batch is None
     assert (layout.status_dir / f"{child}.status.json").read_bytes() == before
     assert [r["outcome"] for r in frontier(layout)] == ["known"]
+
+
+def test_discoveries_sharing_a_memo_see_what_changed_in_the_folder_between_them(
+    layout: DataLayout,
+) -> None:
+    memo = DiscoveryMemo()  # as a crawl streamed through one run keeps one
+
+    def discover_with_memo(keys: list[str]) -> Discovery:
+        with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+            return discover(layout, keys, ledger=ledger, memo=memo)
+
+    root = seed(layout, SEED, max_depth=3)
+    parsed(layout, root, ["http://shop.example.com/graph/1"])
+    [child] = discover_with_memo([root]).keys
+    # Another process stores a task under a hand-given key between two discoveries.
+    seed(layout, "http://shop.example.com/graph/7", key="my-own-key")
+    parsed(layout, child, ["http://shop.example.com/graph/7", "http://shop.example.com/graph/8"])
+    second = discover_with_memo([child])
+    assert second.outcomes == {"known": 1, "added": 1}
+    # A task removed since is no longer known: a link to it becomes a task again.
+    (layout.status_dir / f"my-own-key{STATUS_SUFFIX}").unlink()
+    [grandchild] = second.keys
+    parsed(layout, grandchild, ["http://shop.example.com/graph/7"])
+    assert discover_with_memo([grandchild]).outcomes == {"added": 1}
