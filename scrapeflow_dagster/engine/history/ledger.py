@@ -50,7 +50,6 @@ class Ledger:
         spool_dir: Path | None = None,
         run_id: str | None = None,
         batch_rows: int = 5000,
-        sync_while_open: bool = False,
     ) -> None:
         """Create a ledger; nothing touches DuckDB until `sync`.
 
@@ -59,9 +58,6 @@ class Ledger:
             spool_dir: Where spool files go; default `<db_path.parent>/ledger-spool/`.
             run_id: Recorded on step rows that carry no run id of their own.
             batch_rows: Rows buffered in memory before they are written to a spool file.
-            sync_while_open: each spool file written starts a sync in a thread (one at a
-                time; it never waits for DuckDB's lock), so `close` finds little left to
-                ingest: DuckDB works while the caller goes on (a run's fetching), not after.
 
         Raises:
             ValueError: when `batch_rows` is below 1.
@@ -80,8 +76,6 @@ class Ledger:
         self._buffered_rows = 0
         self._seq = itertools.count()
         self._lock = threading.Lock()
-        self._sync_while_open = sync_while_open
-        self._syncing: threading.Thread | None = None
 
     @property
     def buffered_rows(self) -> int:
@@ -137,18 +131,7 @@ class Ledger:
             write_bytes_atomic(path, bytes(self._buffer))
             self._buffer.clear()
             self._buffered_rows = 0
-            if self._sync_while_open and not (self._syncing and self._syncing.is_alive()):
-                self._syncing = threading.Thread(
-                    target=self._sync_in_background, name="ledger-sync", daemon=True
-                )
-                self._syncing.start()
         return path
-
-    def _sync_in_background(self) -> None:
-        try:
-            self.sync(lock_timeout_seconds=0)  # held elsewhere: `close` syncs, waiting
-        except duckdb.Error:
-            logger.warning("ledger sync into %s failed; retried at close", self.db_path)
 
     def sync(self, *, lock_timeout_seconds: float = 10.0) -> SyncResult:
         """Ingest every spool file into DuckDB (rows still buffered need `flush` first).
@@ -166,15 +149,7 @@ class Ledger:
         Raises:
             OSError: when the last spool file cannot be written (rows would be lost otherwise).
         """
-        # The sync below takes this last file: no thread for it.
-        background, self._sync_while_open = self._sync_while_open, False
-        try:
-            self.flush()
-        finally:
-            self._sync_while_open = background
-        if self._syncing is not None:
-            self._syncing.join()  # one writer connection per process at a time
-            self._syncing = None
+        self.flush()
         try:
             return self.sync(lock_timeout_seconds=lock_timeout_seconds)
         except duckdb.Error:

@@ -206,15 +206,7 @@ async def run_chain(
     reports = {executor_name(e): StepReport(executor=executor_name(e)) for e in executors}
     # Spool every 1,000 rows: a killed run loses at most that many DuckDB rows (the status
     # files still have them; `scrapeflow db rebuild` restores them).
-    # DuckDB ingests each spool file while the pass goes on (a thread; the lock never waited
-    # for): what is left at the end is the last file.
-    ledger = Ledger(
-        layout.db_path,
-        spool_dir=layout.spool_dir,
-        run_id=run_id,
-        batch_rows=1000,
-        sync_while_open=True,
-    )
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000)
     with ledger:
 
         def on_step(result: StepResult) -> None:

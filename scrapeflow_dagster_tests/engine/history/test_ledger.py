@@ -1,13 +1,11 @@
 """The Ledger: rows spooled in batches, synced into DuckDB, upserted, redacted, named."""
 
 import shutil
-import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from scrapeflow_dagster.engine.history import Ledger, StepRow, TaskRow
-from scrapeflow_dagster_tests.engine.history.helpers import T0, query, release, spool_files, step
+from scrapeflow_dagster_tests.engine.history.helpers import T0, query, spool_files, step
 
 
 def test_rows_are_spooled_in_batches_and_synced(db_path: Path) -> None:
@@ -99,46 +97,3 @@ def test_task_rows_keep_credentials_out_of_duckdb(db_path: Path) -> None:
         " params->'post_payload'->>'user' FROM tasks",
     ) == [("text/html", "***", "bob")]
     assert not any(b"hunter2" in p.read_bytes() for p in db_path.parent.rglob("*") if p.is_file())
-
-
-def _wait_for_empty_spool(spool_dir: Path, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while spool_files(spool_dir) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert spool_files(spool_dir) == [], "the spool was not ingested while the ledger was open"
-
-
-def test_a_ledger_syncing_while_open_ingests_each_spool_file_before_close(db_path: Path) -> None:
-    ledger = Ledger(db_path, run_id="r1", batch_rows=2, sync_while_open=True)
-    for batch in range(2):
-        ledger.record_step(step(f"a{batch}", batch))
-        ledger.record_step(step(f"b{batch}", batch))  # batch_rows: a spool file, then a sync
-        _wait_for_empty_spool(ledger.spool_dir)
-        # Read while the ledger is open: the rows are there before any close.
-        assert query(db_path, "SELECT count(*) FROM step_runs") == [(2 * batch + 2,)]
-    ledger.record_step(step("last", 9))
-
-    result = ledger.close()
-
-    assert result is not None and (result.ingested_rows, result.pending_files) == (1, 0)
-    assert query(db_path, "SELECT count(*), count(DISTINCT key) FROM step_runs") == [(5, 5)]
-
-
-def test_a_ledger_syncing_while_open_never_waits_for_a_held_database(
-    db_path: Path, hold_database: Any
-) -> None:
-    with Ledger(db_path) as ledger:  # the database exists
-        ledger.record_step(step("first", 0))
-    holder = hold_database(db_path, "rw")
-    ledger = Ledger(db_path, batch_rows=2, sync_while_open=True)
-    started = time.monotonic()
-    for i in range(6):
-        ledger.record_step(step(f"k{i}", i))  # three spool files, each trying a sync
-    assert time.monotonic() - started < 3.0  # the lock is not waited for, in any thread
-    assert len(spool_files(ledger.spool_dir)) == 3  # nothing lost; the holder keeps them out
-
-    release(holder)
-    result = ledger.close()  # a thread that tried after the release may have ingested some
-
-    assert result is not None and (result.locked, result.pending_files) == (False, 0)
-    assert query(db_path, "SELECT count(*), count(DISTINCT key) FROM step_runs") == [(7, 7)]
