@@ -211,8 +211,8 @@ class BufferedEventLog:
     ) -> None:
         # A partition row refers to no event, and what the storage reads here (the keys that
         # exist) no buffered event changes: the buffer waits. A crawl streamed through one run
-        # adds partitions every few pages; flushing for each cut its batches to a few events
-        # (43 flushes instead of 4 on the bench's 502-page crawl).
+        # adds partitions every few pages; a flush for each would cut its batches to a few
+        # events each.
         self._unflushed.on = True
         try:
             super().add_dynamic_partitions(partitions_def_name, partition_keys)  # type: ignore[misc]

@@ -197,8 +197,9 @@ def _is_status_name(name: str) -> bool:
 
 class DiscoveryMemo:
     """What one process's successive discoveries reuse: a crawl streamed through one run
-    discovers every few pages, and listing and reading every status file each time cost a
-    quarter of its discovery (2026-11-27, the bench's 502-page crawl).
+    discovers every few pages, and each discovery used to read every stored task's name.
+    On a folder of 100,000 tasks (2026-11-27, tmpfs) that took 329 ms per discovery; a
+    refresh after 20 new tasks takes 83 ms (the listing and set operations).
 
     `refresh` lists the status folder (one listing, so a task another process stored is seen
     as before) and reads only the names it has not seen; a name gone since rebuilds it all.
