@@ -38,7 +38,7 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import FrontierRow, Ledger
 from scrapeflow_dagster.engine.polite.robots import RobotsRules, cached_rules
 from scrapeflow_dagster.engine.settings import ScrapeSettings
-from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.engine.state.files import is_status_name, load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import CrawlSettings, crawl_settings
 from scrapeflow_dagster.engine.state.schema import (
@@ -191,10 +191,6 @@ def known_fingerprints(layout: DataLayout) -> set[str]:
     return memo.known
 
 
-def _is_status_name(name: str) -> bool:
-    return name.endswith(STATUS_SUFFIX) and not name.startswith(".")
-
-
 class DiscoveryMemo:
     """What one process's successive discoveries reuse: a crawl streamed through one run
     discovers every few pages, and each discovery used to read every stored task's name.
@@ -223,13 +219,13 @@ class DiscoveryMemo:
         except FileNotFoundError:
             names = set()
         # Set operations over the listing (C speed); only names that changed are looked at.
-        if any(_is_status_name(name) for name in self._names - names):
+        if any(is_status_name(name) for name in self._names - names):
             # A task was removed: its fingerprint may be gone with it.
             self.keys, self.known, self._names, self._unread = set(), set(), set(), set()
         new = names - self._names
         self._names = names
         cut = len(STATUS_SUFFIX)
-        added = {name[:-cut] for name in new if _is_status_name(name)}
+        added = {name[:-cut] for name in new if is_status_name(name)}
         self.keys |= added
         todo = added | self._unread
         if len(self.identities) > self.MAX_IDENTITIES:

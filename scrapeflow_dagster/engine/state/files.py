@@ -91,18 +91,19 @@ def stored_keys(directory: Path) -> set[str]:
         return set()
     cut = len(STATUS_SUFFIX)
     with entries:
-        return {
-            name[:-cut]
-            for name in (entry.name for entry in entries)
-            if name.endswith(STATUS_SUFFIX) and not name.startswith(".")
-        }
+        return {name[:-cut] for name in (entry.name for entry in entries) if is_status_name(name)}
+
+
+def is_status_name(name: str) -> bool:
+    """Whether a file `name` in a status folder is a task's status file (not a temp file)."""
+    return name.endswith(STATUS_SUFFIX) and not name.startswith(".")
 
 
 def iter_status_files(directory: Path) -> Iterator[Path]:
     """Every status file in `directory` (not recursive), in no particular order."""
     with os.scandir(directory) as entries:
         for entry in entries:
-            if entry.name.endswith(STATUS_SUFFIX) and not entry.name.startswith("."):
+            if is_status_name(entry.name):
                 yield Path(entry.path)
 
 
