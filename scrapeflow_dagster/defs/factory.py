@@ -8,6 +8,7 @@ import dagster as dg
 
 from scrapeflow_dagster.defs.chain import built_from
 from scrapeflow_dagster.defs.executor_assets import chain_asset
+from scrapeflow_dagster.defs.long_lived import freeze_loaded_objects
 from scrapeflow_dagster.defs.report_asset import crawl_report, crawl_report_schedule
 from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
@@ -66,11 +67,14 @@ def scrapeflow_definitions(
         executor: the runs' executor (None: Dagster's default, one process per step on this
             machine; `scaleout.local.local_executor()` the same with steps forked from a
             preloaded server; `scaleout.celery.executor_from_env()` for Celery workers).
+
+    The first location a process builds freezes what the process has loaded by then
+    (`long_lived`: its collector and its exit no longer walk Dagster's objects).
     """
     # On Dagster's default executor a run may pick its in-process mode (small runs); another
     # executor (Celery, yours) may not know that config.
     local = takes_in_process_config(executor) and configured_broker() is None
-    return dg.Definitions(
+    definitions = dg.Definitions(
         assets=[executor_chain(executor_assets), crawl_report, *assets],
         sensors=[
             build_inbox_sensor(executor_assets, in_process_small_runs=local),
@@ -84,6 +88,9 @@ def scrapeflow_definitions(
         resources=_with_shard_reports_beside_the_data(resources or {}),
         executor=executor,
     )
+    # The location is built: what the process imported for it lives as long as the process.
+    freeze_loaded_objects()
+    return definitions
 
 
 def executor_chain(executor_assets: Sequence[dg.AssetsDefinition]) -> dg.AssetsDefinition:
