@@ -1,12 +1,15 @@
 """One command run to its end: wall time, CPU, and peak RSS of its whole process tree.
 
-CPU and the tree's peak RSS come from `os.wait4` (the child and every descendant it waited for);
+CPU and the tree's peak RSS come from `os.wait4` (the child and every descendant it waited for,
+and what the child left running when it exited: a forkserver whose own parent was the command
+is adopted here, waited for, and counted too; on Linux, see `_adopt_orphans`);
 the peak RSS of each process comes from /proc/<pid>/status (VmHWM) sampled meanwhile, so a run
 worker spawned by the `dagster` CLI is told apart from the CLI itself; `MachineLoad` tells how
 many cores other processes kept busy meanwhile (the machine may be shared).
 """
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -89,6 +92,7 @@ def run_measured(
         load = MachineLoad()
         extra0 = extra_cpu() if extra_cpu else None
         with out_path.open("wb") as out, err_path.open("wb") as err:
+            _adopt_orphans()
             load.start()
             started = time.perf_counter()
             proc = subprocess.Popen(
@@ -109,9 +113,9 @@ def run_measured(
             timer.cancel()
             load.stop()
         proc.returncode = os.waitstatus_to_exitcode(status)
-        # Leftovers of the tree (a forkserver, a grpc server) must not outlive the measurement.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
+        # Leftovers of the tree (a forkserver, a grpc server) must not outlive the measurement;
+        # those adopted here are waited for, their CPU counted.
+        left_usage = _reap_leftovers(proc.pid)
         extra1 = extra_cpu() if extra_cpu else None
         # ru_maxrss is KiB on Linux
         measured = Measured(
@@ -119,9 +123,9 @@ def run_measured(
             cmd=list(cmd),
             seconds=seconds,
             returncode=proc.returncode,
-            cpu_user_seconds=usage.ru_utime,
-            cpu_system_seconds=usage.ru_stime,
-            tree_peak_rss_mib=usage.ru_maxrss / 1024,
+            cpu_user_seconds=usage.ru_utime + sum(u.ru_utime for u in left_usage),
+            cpu_system_seconds=usage.ru_stime + sum(u.ru_stime for u in left_usage),
+            tree_peak_rss_mib=max([usage.ru_maxrss, *(u.ru_maxrss for u in left_usage)]) / 1024,
             processes=sorted(sampler.peaks.values(), key=lambda p: -p.peak_rss_mib),
             roles=sampler.by_role(),
             stdout_tail=tail(out_path),
@@ -140,3 +144,63 @@ def run_measured(
             f"--- stdout tail\n{measured.stdout_tail}\n--- stderr tail\n{measured.stderr_tail}"
         )
     return measured
+
+
+# prctl(2) option: orphaned descendants are re-parented to this process instead of init.
+_PR_SET_CHILD_SUBREAPER = 36
+# How long what a command left running may take to end by itself (a forkserver ends when its
+# parent's pipe closes) before it is sent SIGTERM.
+_LEFTOVER_GRACE_SECONDS = 5.0
+
+
+def _adopt_orphans() -> bool:
+    """Make this process the reaper of its descendants' orphans (Linux), so that a process a
+    measured command leaves running is waited for here and its CPU counted; returns whether
+    it is."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_leftovers(group: int) -> list[Any]:
+    """Wait for this process's children in process group `group` (adopted from the measured
+    command): SIGTERM for those still running after the grace period, SIGKILL after another;
+    returns their
+    resource usage (each with the descendants it waited for)."""
+    usages = []
+    deadline = time.monotonic() + _LEFTOVER_GRACE_SECONDS
+    termed = False
+    while pids := _children_in_group(group):
+        for pid in pids:
+            with contextlib.suppress(ChildProcessError):
+                done, _status, usage = os.wait4(pid, os.WNOHANG)
+                if done:
+                    usages.append(usage)
+        overdue = time.monotonic() - deadline
+        if overdue > 0 and not termed or overdue > _LEFTOVER_GRACE_SECONDS:
+            termed = True
+            kill = signal.SIGTERM if overdue <= _LEFTOVER_GRACE_SECONDS else signal.SIGKILL
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, kill)
+        time.sleep(0.02)
+    # Not adopted (another platform), or descendants of the leftovers: as before.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGTERM)
+    return usages
+
+
+def _children_in_group(group: int) -> list[int]:
+    """This process's children whose process group is `group` (zombies included)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and int(fields[2]) == group:
+            found.append(int(entry))
+    return found
