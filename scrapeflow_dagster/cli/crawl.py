@@ -116,7 +116,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             flush=True,
         )
     sources: list[Iterable[Item]] = [read_task_file(Path(name)) for name in args.files]
-    added = add_seeds(layout, [*sources, found.items], options, dated=found.dated)
+    # Their DuckDB rows wait in the spool: the crawl syncs as it ends (`run_crawl`).
+    added = add_seeds(layout, [*sources, found.items], options, dated=found.dated, sync=False)
     for error in added.errors:
         print(f"refused: {error}", file=sys.stderr)
     if added.regrown:

@@ -35,6 +35,7 @@ from scrapeflow_dagster.engine.crawl.journal import take_stream_summaries
 from scrapeflow_dagster.engine.crawl.scope import ADDED
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.history.spool import spool_files
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status
@@ -195,7 +196,10 @@ def _depth(layout: DataLayout, key: str) -> int:
 
 def sync_quietly(layout: DataLayout) -> None:
     """Ingest the spool into DuckDB, waiting a little for a user's open session; the rows stay
-    in the spool when it is held (the next sync takes them)."""
+    in the spool when it is held (the next sync takes them). Nothing to ingest (the crawl's
+    run took it all as it ended) opens nothing."""
+    if layout.db_path.exists() and not spool_files(layout.spool_dir):
+        return
     ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
     ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
 

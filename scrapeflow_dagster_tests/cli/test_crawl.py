@@ -17,6 +17,7 @@ import pytest
 
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.engine.crawl.journal import FrontierBatch, frontier_dir
+from scrapeflow_dagster.engine.history.spool import spool_files
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import is_success, md5_of
@@ -127,9 +128,14 @@ def test_a_crawl_fetches_the_pages_within_its_depth_once_then_refreshes_with_304
             "SELECT DISTINCT outcome FROM frontier WHERE url LIKE '%/private/%' AND depth <= ?",
             [DEPTH],
         ).fetchall()
+        in_duckdb = {key for (key,) in conn.execute("SELECT key FROM tasks").fetchall()}
     finally:
         conn.close()
     assert added == (39, DEPTH)  # every page but the seed, added once, none deeper
+    # Every task reached DuckDB as the crawl ended, the seed too (storing it synced nothing:
+    # the run's sync took its row), and no spool file is left.
+    assert set(expected.values()) <= in_duckdb
+    assert spool_files(layout.spool_dir) == []
     # The first round's run cached robots.txt: discovery never made private links tasks.
     assert private == [("disallowed",)]
 

@@ -93,14 +93,21 @@ def add_seeds(
     options: dict[str, Any],
     *,
     dated: Sequence[tuple[str, datetime]] = (),
+    sync: bool = True,
 ) -> AddedSeeds:
     """Store the seeds of `sources` with the crawl `options` (where a line sets none); a stored
     seed (or discovered page) given other crawl settings takes them, and its crawl grows in
-    place (`regrow`). The sitemaps' `dated` pages are noted for `scrapeflow refresh`."""
+    place (`regrow`). The sitemaps' `dated` pages are noted for `scrapeflow refresh`.
+
+    Args:
+        sync: ingest their DuckDB rows now; False leaves them in the spool for the next sync
+            (the crawl's run does one as it ends: 0.05-0.1 s saved before it starts).
+    """
     keys: list[str] = []
     updated: list[str] = []
     errors: list[LineError] = []
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+    try:
         for items in sources:
             report = add_tasks(
                 layout, with_options(items, options), ledger=ledger, take_crawl_settings=True
@@ -110,5 +117,11 @@ def add_seeds(
             updated += report.updated
         updated = list(dict.fromkeys(updated))
         reopened = regrow(layout, updated, ledger=ledger) if updated else []
+    finally:
+        # Rows recorded before a failure are still worth keeping.
+        if sync:
+            ledger.close()
+        else:
+            ledger.flush()
     note_lastmods(layout, dated)
     return AddedSeeds(list(dict.fromkeys(keys)), updated, reopened, errors)
