@@ -138,6 +138,15 @@ SELECT * FROM read_json(
 )
 """
 
+# The same table from one file that joins several spool files, each line carrying its own
+# file's path as `filename` (`sync.load_spool`): DuckDB's reader costs ~2 ms per file.
+LOAD_JOINED_SPOOL_SQL = f"""
+CREATE OR REPLACE TEMP TABLE spool AS
+SELECT * FROM read_json(
+    ?, columns = {{{_COLUMNS_STRUCT[1:-1]}, filename: 'VARCHAR'}}, format = 'newline_delimited'
+)
+"""
+
 STEP_COLUMNS = (
     "key, executor, status, error_class, error_kind, message, attempts, http_status, size, md5, "
     "proxy_host, domain, run_id, started_at, ended_at"

@@ -187,3 +187,21 @@ def test_a_file_from_before_the_canonical_columns_gains_them_and_keeps_its_rows(
         ("new", "HTTP://A.test:80/y?b=1&a=2#f", "http://a.test/y?a=2&b=1"),
         ("old", "http://a.test/x", None),
     ]
+
+
+def test_spool_files_ingested_together_keep_their_write_order(db_path: Path) -> None:
+    first = Ledger(db_path)
+    first.record_task(TaskRow("k", "http://a.test/first", "GET", {}))
+    first.record_step(step("a", 1))
+    first.flush()
+    second = Ledger(db_path)  # its rows number from 0 again: file order decides across files
+    second.record_task(TaskRow("k", "http://a.test/second", "GET", {}))
+    second.record_step(step("b", 2))
+    second.flush()
+
+    result = first.sync()  # both files, read by DuckDB as one
+
+    assert (result.ingested_rows, result.ingested_files, result.pending_files) == (4, 2, 0)
+    assert query(db_path, "SELECT url FROM tasks WHERE key = 'k'") == [("http://a.test/second",)]
+    assert query(db_path, "SELECT key FROM step_runs ORDER BY seq") == [("a",), ("b",)]
+    assert list(first.spool_dir.iterdir()) == []  # nor the file that joined them
