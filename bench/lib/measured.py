@@ -179,6 +179,8 @@ def _reap_leftovers(group: int) -> list[Any]:
                 if done:
                     usages.append(usage)
         overdue = time.monotonic() - deadline
+        if overdue > 2 * _LEFTOVER_GRACE_SECONDS:
+            break  # not even SIGKILL ended it (another user's, or stuck in the kernel)
         if overdue > 0 and not termed or overdue > _LEFTOVER_GRACE_SECONDS:
             termed = True
             kill = signal.SIGTERM if overdue <= _LEFTOVER_GRACE_SECONDS else signal.SIGKILL

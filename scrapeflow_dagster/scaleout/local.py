@@ -93,20 +93,25 @@ def start_step_server_early(preload_modules: Sequence[str] = (), argv: Sequence[
 
     Dagster's multiprocess executor sets its preload list (`DAGSTER_EXECUTOR_MODULE`, then
     the config's modules) and starts processes; `multiprocessing` starts a server only when
-    none runs, so the run's steps fork from this one, which preloaded the same list. A run
-    whose config names other modules or another start method still runs as configured (its
-    steps import what this server did not; the server idles). The server ends with this
-    process, as a forkserver does when its parent exits.
+    none runs, so the run's steps fork from this one, which preloaded the same list. A command
+    given a config file, or a `--config-json` that configures the executor (in-process,
+    another start method, other modules), starts none; nor does a step process. The server
+    ends with this process, as a forkserver does when its parent exits.
 
     Args:
         preload_modules: the code location's modules, as given to `local_executor`.
         argv: the command line (default: this process's `sys.argv`).
     """
-    if not _launches_steps(list(argv or sys.argv)):
+    # A step process (a child of the command, which `multiprocessing` gives its command line)
+    # may build the location again: its server would serve nothing.
+    if multiprocessing.parent_process() is not None or not _launches_steps(list(argv or sys.argv)):
         return False
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([DAGSTER_EXECUTOR_MODULE, *_preload_list(preload_modules)])
-    multiprocessing.forkserver.ensure_running()
+    try:
+        multiprocessing.forkserver.ensure_running()
+    except OSError:
+        return False  # Dagster's executor starts one when it needs it, as before
     return True
 
 
@@ -115,15 +120,21 @@ def _preload_list(preload_modules: Sequence[str]) -> list[str]:
 
 
 def _launches_steps(argv: list[str]) -> bool:
-    # `dagster ...` (the console script) or `python -m dagster ...`, not asked to run in its
-    # own process (`scrapeflow materialize` asks that of single-shard runs).
+    # `dagster ...` (the console script) or `python -m dagster ...` on the default forkserver:
+    # not asked to run in its own process (`scrapeflow materialize` asks that of single-shard
+    # runs) or to start steps another way, and without a config file (not read here).
     program = Path(argv[0]) if argv else Path()
     is_dagster = program.name == "dagster" or program.parts[-2:] == ("dagster", "__main__.py")
-    return is_dagster and argv[1:3] in STEP_LAUNCHING_COMMANDS and not _runs_in_process(argv)
+    if not is_dagster or argv[1:3] not in STEP_LAUNCHING_COMMANDS:
+        return False
+    if any(arg in ("-c", "--config") or arg.startswith("--config=") for arg in argv):
+        return False
+    return _forks_from_the_default_server(argv)
 
 
-def _runs_in_process(argv: list[str]) -> bool:
-    """Whether the command's `--config-json` picks the in-process executor."""
+def _forks_from_the_default_server(argv: list[str]) -> bool:
+    """Whether the command's `--config-json` (if any) leaves the executor's default mode:
+    processes forked from the forkserver whose preload list is the location's."""
     for position, arg in enumerate(argv):
         if arg == "--config-json" and position + 1 < len(argv):
             given = argv[position + 1]
@@ -137,5 +148,5 @@ def _runs_in_process(argv: list[str]) -> bool:
             return False  # Dagster names the bad config itself
         execution = config.get("execution") if isinstance(config, dict) else None
         executor_config = execution.get("config") if isinstance(execution, dict) else None
-        return isinstance(executor_config, dict) and "in_process" in executor_config
-    return False
+        return not executor_config
+    return True

@@ -3,6 +3,7 @@ every step is forked from) as the location is built, before the run exists
 (`scaleout.local.start_step_server_early`), and the run's steps use that one server."""
 
 import json
+import multiprocessing
 import os
 import subprocess
 import time
@@ -110,3 +111,22 @@ def test_only_the_step_launching_dagster_commands_start_it_early() -> None:
     module_run = ["/venv/lib/dagster/__main__.py", "asset", "materialize", "-m", "defs"]
     assert not start_step_server_early(argv=[*module_run, "--config-json", config])
     assert not start_step_server_early(argv=[*module_run, f"--config-json={config}"])
+    # Nor one that starts steps another way, or whose config file is not read here.
+    spawn = json.dumps({"execution": {"config": {"multiprocess": {"start_method": {"spawn": {}}}}}})
+    assert not start_step_server_early(argv=[*module_run, "--config-json", spawn])
+    assert not start_step_server_early(argv=[*module_run, "-c", "run.yaml"])
+
+
+def _start_in_a_step_process(result: "multiprocessing.Queue[bool]") -> None:
+    result.put(start_step_server_early(argv=["/venv/bin/dagster", "asset", "materialize"]))
+
+
+def test_a_step_process_building_the_location_again_starts_no_server() -> None:
+    # Step processes get the command's command line from `multiprocessing`.
+    context = multiprocessing.get_context("spawn")
+    result: multiprocessing.Queue[bool] = context.Queue()
+    child = context.Process(target=_start_in_a_step_process, args=(result,))
+    child.start()
+    started = result.get(timeout=120)
+    child.join(timeout=60)
+    assert started is False

@@ -21,6 +21,9 @@ from scrapeflow_dagster.engine.state.schema import utc_now
 
 _T = TypeVar("_T")
 
+# Names of the temp files `joined_spool` writes in the spool folder (dot-files: not spool files).
+JOINED_PREFIX = ".joined-"
+
 # Spool files per DuckDB transaction: large enough to amortise the commit, small enough that a
 # sync holding the lock lets a waiting process in within seconds.
 FILES_PER_TRANSACTION = 64
@@ -80,6 +83,7 @@ def sync_spool(
         return SyncResult(ingested_rows=0, pending_files=len(spool_files(spool_dir)), locked=True)
     try:
         conn.execute(sql.SCHEMA_SQL)
+        remove_joined_leftovers(spool_dir)
         rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir))
     finally:
         conn.close()
@@ -123,7 +127,7 @@ def load_spool(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int:
     """
     try:
         joined = joined_spool(paths) if len(paths) > 1 else None
-    except OSError:
+    except (OSError, orjson.JSONEncodeError):  # unreadable, or a path that is not UTF-8
         joined = None  # DuckDB reads them and says what is wrong, as it does for one file
     if joined is None:
         conn.execute(sql.LOAD_SPOOL_SQL, [[str(p) for p in paths]])
@@ -148,14 +152,26 @@ def joined_spool(paths: Sequence[Path]) -> Path:
     for path in paths:
         field = b'{"filename":' + orjson.dumps(str(path))
         for line in path.read_bytes().splitlines():
+            line = line.strip()
             if line.startswith(b"{"):
                 rest = line[1:].lstrip()
                 line = field + (b"," if not rest.startswith(b"}") else b"") + rest
             if line:
                 parts.append(line)
-    joined = paths[0].with_name(f".joined-{uuid.uuid4().hex}{paths[0].suffix}")
-    joined.write_bytes(b"\n".join(parts) + b"\n")
+    joined = paths[0].with_name(f"{JOINED_PREFIX}{uuid.uuid4().hex}{paths[0].suffix}")
+    try:
+        joined.write_bytes(b"\n".join(parts) + b"\n")
+    except OSError:
+        joined.unlink(missing_ok=True)
+        raise
     return joined
+
+
+def remove_joined_leftovers(spool_dir: Path) -> None:
+    """Delete joined files a sync killed before it removed them left in `spool_dir` (call it
+    holding DuckDB's write lock: no other sync is reading one then)."""
+    for leftover in spool_dir.glob(f"{JOINED_PREFIX}*"):
+        leftover.unlink(missing_ok=True)
 
 
 def count(result: duckdb.DuckDBPyConnection) -> int:

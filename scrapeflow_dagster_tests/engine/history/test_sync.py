@@ -205,3 +205,23 @@ def test_spool_files_ingested_together_keep_their_write_order(db_path: Path) -> 
     assert query(db_path, "SELECT url FROM tasks WHERE key = 'k'") == [("http://a.test/second",)]
     assert query(db_path, "SELECT key FROM step_runs ORDER BY seq") == [("a",), ("b",)]
     assert list(first.spool_dir.iterdir()) == []  # nor the file that joined them
+
+
+def test_a_sync_removes_joined_files_left_by_a_killed_one_and_reads_indented_lines(
+    db_path: Path,
+) -> None:
+    ledger = Ledger(db_path)
+    ledger.record_step(step("a", 1))
+    first = ledger.flush()
+    ledger.record_step(step("b", 2))
+    ledger.flush()
+    assert first is not None
+    first.write_bytes(b"  " + first.read_bytes())  # a line indented by hand
+    left = ledger.spool_dir / ".joined-0123.jsonl"  # a sync killed before it removed it
+    left.write_bytes(b'{"kind": "s", "key": "left"}\n')
+
+    result = ledger.sync()
+
+    assert (result.ingested_rows, result.ingested_files, result.bad_files) == (2, 2, ())
+    assert query(db_path, "SELECT key FROM step_runs ORDER BY seq") == [("a",), ("b",)]
+    assert list(ledger.spool_dir.iterdir()) == []
