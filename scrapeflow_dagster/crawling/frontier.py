@@ -48,10 +48,7 @@ def take_in(
             memo=memo,
         )
     finally:
-        if sync:
-            ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
-        else:
-            ledger.flush()
+        ledger.close(sync=sync, lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
 
 
 def register(instance: dg.DagsterInstance, batch: FrontierBatch) -> list[str]:

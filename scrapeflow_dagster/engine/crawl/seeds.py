@@ -118,10 +118,6 @@ def add_seeds(
         updated = list(dict.fromkeys(updated))
         reopened = regrow(layout, updated, ledger=ledger) if updated else []
     finally:
-        # Rows recorded before a failure are still worth keeping.
-        if sync:
-            ledger.close()
-        else:
-            ledger.flush()
+        ledger.close(sync=sync)  # rows recorded before a failure are still worth keeping
     note_lastmods(layout, dated)
     return AddedSeeds(list(dict.fromkeys(keys)), updated, reopened, errors)

@@ -140,16 +140,23 @@ class Ledger:
         """
         return sync_spool(self.db_path, self.spool_dir, lock_timeout_seconds=lock_timeout_seconds)
 
-    def close(self, *, lock_timeout_seconds: float = 10.0) -> SyncResult | None:
+    def close(self, *, sync: bool = True, lock_timeout_seconds: float = 10.0) -> SyncResult | None:
         """Flush, then sync best effort: a DuckDB failure is logged and the spool kept.
 
+        Args:
+            sync: False leaves the rows in the spool for the next sync (a caller whose work
+                ends in one, e.g. a crawl's run).
+
         Returns:
-            The sync result, or None when the sync failed with a DuckDB error.
+            The sync result, or None when the sync failed with a DuckDB error or `sync` is
+            False.
 
         Raises:
             OSError: when the last spool file cannot be written (rows would be lost otherwise).
         """
         self.flush()
+        if not sync:
+            return None
         try:
             return self.sync(lock_timeout_seconds=lock_timeout_seconds)
         except duckdb.Error:

@@ -127,7 +127,12 @@ SPOOL_COLUMNS: dict[str, str] = {
     "outcome": "VARCHAR",
 }
 
-_COLUMNS_STRUCT = "{" + ", ".join(f"{name}: '{typ}'" for name, typ in SPOOL_COLUMNS.items()) + "}"
+
+def _columns_struct(columns: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{name}: '{typ}'" for name, typ in columns.items()) + "}"
+
+
+_COLUMNS_STRUCT = _columns_struct(SPOOL_COLUMNS)
 
 # `?` is the list of spool file paths. `filename` orders rows across files: spool names start
 # with a zero-padded nanosecond timestamp, so name order is write order.
@@ -143,7 +148,8 @@ SELECT * FROM read_json(
 LOAD_JOINED_SPOOL_SQL = f"""
 CREATE OR REPLACE TEMP TABLE spool AS
 SELECT * FROM read_json(
-    ?, columns = {{{_COLUMNS_STRUCT[1:-1]}, filename: 'VARCHAR'}}, format = 'newline_delimited'
+    ?, columns = {_columns_struct({**SPOOL_COLUMNS, "filename": "VARCHAR"})},
+    format = 'newline_delimited'
 )
 """
 

@@ -129,14 +129,15 @@ def load_spool(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int:
         joined = joined_spool(paths) if len(paths) > 1 else None
     except (OSError, orjson.JSONEncodeError):  # unreadable, or a path that is not UTF-8
         joined = None  # DuckDB reads them and says what is wrong, as it does for one file
-    if joined is None:
-        conn.execute(sql.LOAD_SPOOL_SQL, [[str(p) for p in paths]])
-        return count(conn.execute(sql.COUNT_SPOOL_SQL))
     try:
-        conn.execute(sql.LOAD_JOINED_SPOOL_SQL, [str(joined)])
+        if joined is None:
+            conn.execute(sql.LOAD_SPOOL_SQL, [[str(p) for p in paths]])
+        else:
+            conn.execute(sql.LOAD_JOINED_SPOOL_SQL, [str(joined)])
         return count(conn.execute(sql.COUNT_SPOOL_SQL))
     finally:
-        joined.unlink(missing_ok=True)
+        if joined is not None:
+            joined.unlink(missing_ok=True)
 
 
 def joined_spool(paths: Sequence[Path]) -> Path:
