@@ -34,6 +34,7 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     run = common.add_command(
         sub, parent, "materialize", cmd_materialize, summary=SUMMARY, description=__doc__
     )
+    run.set_defaults(loads_dagster=True)  # it builds the location (`cli.main`)
     run.formatter_class = argparse.RawDescriptionHelpFormatter
     run.add_argument("asset", metavar="ASSET", help="an executor asset, e.g. scrape")
     which = run.add_mutually_exclusive_group(required=True)

@@ -13,6 +13,13 @@ stop writing to the pages they share with their server (Python's advice before f
 
 Frozen objects are never collected, so it is done once per process: a second freeze (a test
 building definitions again) would also keep whatever cyclic garbage the process held then.
+
+Before that, the collector is paused while such a process imports Dagster and builds the
+location (`pause_collection`, Python's advice for processes that freeze): the full collections
+that the import of ~1,800 modules triggers walk a heap that only grows, and find next to
+nothing to free. Measured on 2 cores (2026-11-27): importing the CLI's crawl and the location
+took 0.89 s with the collector, 0.74 s without; a 502-page `scrapeflow crawl` 0.18 s less.
+The freeze after a pause starts with one full collection (see `freeze_loaded_objects`).
 """
 
 import gc
@@ -20,15 +27,44 @@ import threading
 
 _lock = threading.Lock()
 _frozen = False
+_paused = False  # the collector was disabled here, and is to be enabled again here
+
+
+def pause_collection() -> None:
+    """Disable the cyclic collector until `resume_collection` (or the freeze of the location
+    that a build ends with); nothing when it was disabled already by someone else."""
+    global _paused
+    with _lock:
+        if gc.isenabled():
+            gc.disable()
+            _paused = True
+
+
+def resume_collection() -> None:
+    """Enable the collector again if `pause_collection` disabled it."""
+    global _paused
+    with _lock:
+        if _paused:
+            gc.enable()
+            _paused = False
 
 
 def freeze_loaded_objects() -> bool:
     """Move every object the process's collector tracks to the permanent generation, the
-    first time only; returns whether this call did it."""
+    first time only, and resume a paused collector; returns whether this call froze."""
     global _frozen
-    with _lock:
-        if _frozen:
-            return False
-        gc.freeze()
-        _frozen = True
-        return True
+    try:
+        with _lock:
+            if _frozen:
+                return False
+            if _paused:
+                # One full collection first: it frees what the build left and sets the size
+                # the collector compares new survivors with. Without it that size stays 0 and
+                # every promotion to the oldest generation starts a full collection: a 305-task
+                # run was 0.3 s slower.
+                gc.collect()
+            gc.freeze()
+            _frozen = True
+            return True
+    finally:
+        resume_collection()

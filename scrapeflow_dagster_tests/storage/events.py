@@ -7,6 +7,7 @@ import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.events import (
     AssetMaterializationPlannedData,
+    AssetObservationData,
     DagsterEvent,
     DagsterEventType,
     StepMaterializationData,
@@ -105,17 +106,38 @@ def materialized(run_id: str, asset: str, partition: str, version: str = "v1") -
     return _entry(run_id, event)
 
 
+def observed(run_id: str, asset: str, partition: str) -> EventLogEntry:
+    """An ASSET_OBSERVATION of one partition (what a run logs for a failed task)."""
+    observation = dg.AssetObservation(
+        asset_key=asset,
+        partition=partition,
+        description="HttpStatusError: HTTP response 404",
+        metadata={"error_kind": "permanent", "attempts": 1},
+    )
+    event = DagsterEvent(
+        event_type_value=DagsterEventType.ASSET_OBSERVATION.value,
+        job_name=JOB_NAME,
+        step_key=STEP_KEY,
+        event_specific_data=AssetObservationData(observation),
+        message=f"observed {asset} {partition}",
+    )
+    return _entry(run_id, event)
+
+
 def log_line(run_id: str, message: str = "a log line") -> EventLogEntry:
     """A plain log message of the run (no Dagster event)."""
     return _entry(run_id, None, message)
 
 
 def two_runs() -> list[EventLogEntry]:
-    """Planned events, a log line, materialisations of two assets, a runless one, a second run."""
-    events = [planned(RUN, "a", f"p{i}") for i in range(5)] + [planned(RUN, "b", "p0")]
+    """Planned events, a log line, materialisations of two assets and observations of failed
+    partitions (one after a materialisation of its asset), a runless one, a second run."""
+    events = [planned(RUN, "a", f"p{i}") for i in range(6)] + [planned(RUN, "b", "p0")]
     events.append(log_line(RUN))
     events += [materialized(RUN, "a", f"p{i}") for i in range(5)]
+    events.append(observed(RUN, "a", "p5"))
     events.append(materialized(RUN, "b", "p0", version="v7"))
+    events.append(observed(RUN, "b", "p1"))
     events.append(materialized("", "b", "p1"))  # runless: reported from outside any run
     events += [planned(OTHER_RUN, "a", "p0"), materialized(OTHER_RUN, "a", "p0", version="v2")]
     events += [planned(RUN, "b", "p2")]

@@ -24,6 +24,7 @@ from scrapeflow_dagster_tests.storage.events import (
     RUN,
     log_line,
     materialized,
+    observed,
     planned,
     store_planned_both_ways,
     two_runs,
@@ -126,11 +127,25 @@ def test_new_run_shards_are_the_ones_stock_dagster_makes(tmp_path: Path) -> None
     assert [p.name for p in (tmp_path / "batched").iterdir() if p.name.endswith(".staged")] == []
 
 
+def test_shard_connections_keep_sqlites_temporary_files_in_memory(
+    storage: BatchedSqliteEventLogStorage,
+) -> None:
+    # A batch's INSERT ... RETURNING would spill statement journals to /var/tmp otherwise.
+    for shard in ("index", RUN):
+        with storage._connect(shard) as conn:
+            assert conn.exec_driver_sql("PRAGMA temp_store").scalar() == 2, shard  # MEMORY
+
+
 def test_asset_events_wait_for_the_next_other_event_and_keep_their_order(
     storage: BatchedSqliteEventLogStorage, tmp_path: Path
 ) -> None:
-    for i in range(3):
-        storage.store_event(materialized(RUN, "a", f"p{i}"))
+    # A failed partition's observation waits with them (a run logs one per failed task).
+    for event in (
+        materialized(RUN, "a", "p0"),
+        observed(RUN, "a", "p1"),
+        materialized(RUN, "a", "p2"),
+    ):
+        storage.store_event(event)
     assert storage.buffered_event_count == 3
     assert shard_rows(tmp_path / "runs", RUN) == []
 
@@ -139,7 +154,7 @@ def test_asset_events_wait_for_the_next_other_event_and_keep_their_order(
     assert storage.buffered_event_count == 0
     assert shard_rows(tmp_path / "runs", RUN) == [
         ("ASSET_MATERIALIZATION", "p0"),
-        ("ASSET_MATERIALIZATION", "p1"),
+        ("ASSET_OBSERVATION", "p1"),
         ("ASSET_MATERIALIZATION", "p2"),
         (None, None),
     ]
