@@ -9,10 +9,10 @@ the same files as `storage: sqlite:`)::
       config:
         base_dir: /abs/home/history/runs/
 
-Stock Dagster commits each materialisation and planned materialisation twice (run shard, then
-index shard), ~11 ms per event on a small machine. Here they wait in a per-process buffer
-(`buffer`: when it is flushed) and are written together (`batch_write`): one transaction per
-run shard, then one in the index shard.
+Stock Dagster commits each materialisation, planned materialisation and observation twice (run
+shard, then index shard), ~11 ms per event on a small machine. Here a run's wait in a
+per-process buffer (`buffer`: when it is flushed) and are written together (`batch_write`): one
+transaction per run shard, then one in the index shard.
 
 Shards are opened through one engine per shard and new run shards are copies of one made by
 stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every run's fixed cost.
