@@ -7,12 +7,11 @@ On a machine with several cores the shipped assets are sharded, one shard per co
 steps run on Celery workers (docs/scaling-out.md).
 """
 
-from scrapeflow_dagster.defs.long_lived import pause_collection, resume_collection
+from scrapeflow_dagster.defs.long_lived import collection_paused
 
 # No cyclic collection while the location's modules load and it is built: the build freezes
 # what it loaded and resumes collection (`defs.long_lived`); a failed import resumes it too.
-pause_collection()
-try:
+with collection_paused():
     from scrapeflow_dagster.defs.assets import executor_assets
     from scrapeflow_dagster.defs.factory import scrapeflow_definitions
     from scrapeflow_dagster.scaleout.celery import executor_from_env
@@ -23,5 +22,3 @@ try:
     defs = scrapeflow_definitions(
         executor_assets, executor=executor_from_env() or local_executor(__name__)
     )
-finally:
-    resume_collection()

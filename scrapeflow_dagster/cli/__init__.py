@@ -31,7 +31,6 @@ from scrapeflow_dagster.cli import (
     task_views,
     tasks,
 )
-from scrapeflow_dagster.defs.long_lived import pause_collection, resume_collection
 from scrapeflow_dagster.engine.history import LedgerLockedError
 from scrapeflow_dagster.engine.history.rebuild import NOT_A_DATABASE
 
@@ -85,9 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `scrapeflow` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    if getattr(args, "loads_dagster", False):
-        # Until the location is built (it resumes collection): `defs.long_lived`.
-        pause_collection()
     try:
         return int(args.func(args))
     except (common.UsageError, LedgerLockedError, OSError, ValueError) as exc:
@@ -103,8 +99,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         common.say_error(message)
         return 2
-    finally:
-        resume_collection()
 
 
 def console_main() -> NoReturn:

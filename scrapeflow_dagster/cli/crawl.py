@@ -77,7 +77,6 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     crawl = common.add_command(
         sub, parent, "crawl", cmd_crawl, summary=SUMMARY, description=__doc__
     )
-    crawl.set_defaults(loads_dagster=True)  # it builds the location (`cli.main`)
     crawl.formatter_class = argparse.RawDescriptionHelpFormatter
     crawl.add_argument("files", nargs="*", metavar="FILE", help="seeds (.txt, .csv, .jsonl)")
     crawl.add_argument(

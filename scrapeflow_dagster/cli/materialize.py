@@ -34,7 +34,6 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     run = common.add_command(
         sub, parent, "materialize", cmd_materialize, summary=SUMMARY, description=__doc__
     )
-    run.set_defaults(loads_dagster=True)  # it builds the location (`cli.main`)
     run.formatter_class = argparse.RawDescriptionHelpFormatter
     run.add_argument("asset", metavar="ASSET", help="an executor asset, e.g. scrape")
     which = run.add_mutually_exclusive_group(required=True)
@@ -140,17 +139,22 @@ def check_executor_asset(asset: str, module: str) -> None:
 
 def executor_asset_names(module: str) -> list[str]:
     """The names of the assets over `tasks` partitions in the definitions of `module`."""
-    import dagster as dg
+    from scrapeflow_dagster.defs.long_lived import collection_paused
 
-    from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+    # The first import of Dagster and the location in `crawl`, `materialize` and `refresh`:
+    # without cyclic collections (`defs.long_lived`).
+    with collection_paused():
+        import dagster as dg
 
-    with warnings.catch_warnings():  # the asset decorators warn about beta parameters
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        warnings.simplefilter("ignore", dg.PreviewWarning)
-        try:
-            loaded = importlib.import_module(module)
-        except ImportError as exc:
-            raise common.UsageError(f"cannot import {module}: {exc}") from None
+        from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+
+        with warnings.catch_warnings():  # the asset decorators warn about beta parameters
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            warnings.simplefilter("ignore", dg.PreviewWarning)
+            try:
+                loaded = importlib.import_module(module)
+            except ImportError as exc:
+                raise common.UsageError(f"cannot import {module}: {exc}") from None
     definitions = [v for v in vars(loaded).values() if isinstance(v, dg.Definitions)]
     names: list[str] = []
     for found in definitions:

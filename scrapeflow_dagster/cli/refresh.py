@@ -64,7 +64,6 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     refresh = common.add_command(
         sub, parent, "refresh", cmd_refresh, summary=SUMMARY, description=__doc__
     )
-    refresh.set_defaults(loads_dagster=True)  # it builds the location (`cli.main`)
     refresh.formatter_class = argparse.RawDescriptionHelpFormatter
     refresh.add_argument(
         "--older-than",

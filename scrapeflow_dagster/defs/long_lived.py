@@ -24,6 +24,8 @@ The freeze after a pause starts with one full collection (see `freeze_loaded_obj
 
 import gc
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _lock = threading.Lock()
 _frozen = False
@@ -47,6 +49,18 @@ def resume_collection() -> None:
         if _paused:
             gc.enable()
             _paused = False
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """`pause_collection` for the block (a command importing Dagster and a location), then
+    `resume_collection` however the block ends (a location that is not built by
+    `scrapeflow_definitions` does not resume it)."""
+    pause_collection()
+    try:
+        yield
+    finally:
+        resume_collection()
 
 
 def freeze_loaded_objects() -> bool:

@@ -104,15 +104,30 @@ gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(
 assert main(["crawl", "--max-depth", "1"]) == 2  # no seeds: refused after loading
 assert len(collections) <= 5, f"{len(collections)} collections while Dagster loaded"
 assert gc.isenabled(), "collection was not resumed"
+
+# A location of the user's own, built without `scrapeflow_definitions` (no freeze): resumed.
+assert main(["crawl", "--max-depth", "1", "--module", "plain_location"]) == 2
+assert gc.isenabled(), "collection was not resumed after a location of the user's own"
 print("ok")
+"""
+
+PLAIN_LOCATION = """
+import dagster as dg
+
+defs = dg.Definitions()
 """
 
 
 def test_scrapeflow_crawl_loads_dagster_without_collections(tmp_path: Path) -> None:
+    (tmp_path / "plain_location.py").write_text(PLAIN_LOCATION)
     done = subprocess.run(
         [sys.executable, "-c", CLI_PAUSES],
         cwd=tmp_path,
-        env={**os.environ, "SCRAPEFLOW_DATA_DIR": str(tmp_path / "data")},
+        env={
+            **os.environ,
+            "SCRAPEFLOW_DATA_DIR": str(tmp_path / "data"),
+            "PYTHONPATH": str(tmp_path),
+        },
         capture_output=True,
         text=True,
         timeout=120,
@@ -120,3 +135,4 @@ def test_scrapeflow_crawl_loads_dagster_without_collections(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
     assert "give seed files" in done.stderr
+    assert "plain_location has no 'pages' asset" in done.stderr
