@@ -14,12 +14,16 @@ stop writing to the pages they share with their server (Python's advice before f
 Frozen objects are never collected, so it is done once per process: a second freeze (a test
 building definitions again) would also keep whatever cyclic garbage the process held then.
 
-Before that, the collector is paused while such a process imports Dagster and builds the
-location (`pause_collection`, Python's advice for processes that freeze): the full collections
-that the import of ~1,800 modules triggers walk a heap that only grows, and find next to
-nothing to free. Measured on 2 cores (2026-11-27): importing the CLI's crawl and the location
-took 0.89 s with the collector, 0.74 s without; a 502-page `scrapeflow crawl` 0.18 s less.
-The freeze after a pause starts with one full collection (see `freeze_loaded_objects`).
+Before that, the collector is paused while the process imports the location and builds it
+(`collection_paused`, in `definitions.py`) and, in the `scrapeflow` commands that load it
+(`crawl`, `materialize`, `refresh`), while they import Dagster too: the collections that
+importing ~1,800 modules triggers (~420, three of them full, each walking a heap that only
+grows) find next to nothing to free. Where Dagster was imported before the location (the
+`dagster` CLI, a code server, the step server's preload) only the location's own part is
+paused. Measured on 2 cores (2026-11-27): importing the CLI's crawl and the location took
+0.89 s with the collector, 0.74 s without. Python's advice for processes that freeze is to
+disable the collector early and freeze without collecting; here the freeze after a pause
+starts with one full collection, which costs ~0.1 s (see `freeze_loaded_objects`).
 """
 
 import gc
@@ -71,14 +75,16 @@ def freeze_loaded_objects() -> bool:
         with _lock:
             if _frozen:
                 return False
-            if _paused:
-                # One full collection first: it frees what the build left and sets the size
-                # the collector compares new survivors with. Without it that size stays 0 and
-                # every promotion to the oldest generation starts a full collection: a 305-task
-                # run was 0.3 s slower.
-                gc.collect()
-            gc.freeze()
             _frozen = True
-            return True
+            collect_first = _paused
+        if collect_first:
+            # Outside the lock: a finalizer it runs may pause or resume. One full collection
+            # frees what the build left and sets the count of old objects that the collector
+            # weighs new survivors against; left at 0 (no full collection since the start),
+            # roughly every eleventh young collection turns full, and the demo's 305-task
+            # chain run was ~0.3 s slower.
+            gc.collect()
+        gc.freeze()
+        return True
     finally:
         resume_collection()

@@ -43,25 +43,28 @@ def rows_by_run(events: Sequence[EventLogEntry], rows: Sequence[Row]) -> dict[st
 
 def latest_positions_by_asset_key(
     events: Sequence[EventLogEntry],
-) -> dict[str, tuple[int | None, int | None]]:
-    """For each asset key: the position of its last materialisation and of its last event that
-    sets `asset_keys` values (None without one).
+) -> dict[str, tuple[int | None, int | None, int | None]]:
+    """For each asset key: the positions of its last materialisation, of its last
+    materialisation or planned event, and of its last event that sets `asset_keys` values
+    (None without one).
 
     Successive updates of an `asset_keys` row equal one update with the merged values, later
     wins: a materialisation sets `last_materialization`, `last_run_id` and the timestamp, a
     planned event `last_run_id` and the timestamp, an observation the timestamp, any other asset
-    event nothing; so these two events carry every final value.
+    event nothing; so the last event to set each column is among these three.
     """
-    latest: dict[str, tuple[int | None, int | None]] = {}
+    latest: dict[str, tuple[int | None, int | None, int | None]] = {}
     for position, event in enumerate(events):
         dagster_event = event.get_dagster_event()
         key = dagster_event.asset_key.to_string()  # type: ignore[union-attr]
-        last_materialization, last_setting = latest.get(key, (None, None))
+        last_materialization, last_run_setting, last_setting = latest.get(key, (None, None, None))
         if dagster_event.is_step_materialization:
             last_materialization = position
+        if dagster_event.is_step_materialization or dagster_event.is_asset_materialization_planned:
+            last_run_setting = position
         if dagster_event.event_type in VALUE_SETTING_EVENT_TYPES:
             last_setting = position
-        latest[key] = (last_materialization, last_setting)
+        latest[key] = (last_materialization, last_run_setting, last_setting)
     return latest
 
 
@@ -97,15 +100,14 @@ def entry_values(
     storage: SqlEventLogStorage,
     events: Sequence[EventLogEntry],
     event_ids: Sequence[int],
-    positions: tuple[int | None, int | None],
+    positions: Sequence[int | None],
     has_index_cols: bool,
 ) -> dict[str, Any]:
     """The merged `asset_keys` values of the events at `positions`, the later one winning."""
     values: dict[str, Any] = {}
-    for position in positions:
-        if position is not None:
-            event, event_id = events[position], event_ids[position]
-            values.update(storage._get_asset_entry_values(event, event_id, has_index_cols))
+    for position in sorted({p for p in positions if p is not None}):
+        event, event_id = events[position], event_ids[position]
+        values.update(storage._get_asset_entry_values(event, event_id, has_index_cols))
     return values
 
 

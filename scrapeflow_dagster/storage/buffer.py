@@ -45,10 +45,10 @@ DEFAULT_MAX_BUFFER_SECONDS = 5.0
 TEMPLATED_EVENT_TYPES = frozenset(
     {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_MATERIALIZATION_PLANNED}
 )
-# Those, and a run's observation of each failed partition. An observation is an asset event the
-# batch writers store as stock does (its row, tags and `asset_keys` timestamp); left unbuffered,
-# each failed task forced a flush of everything before it in the middle of the step (12 of
-# them in the demo's first 1.5 s, holding up its fetches).
+# Those, and a run's observations (our executor assets log one per failed partition). The
+# batch writers store an observation as stock does (its row, tags and `asset_keys` timestamp);
+# left unbuffered, each failed task forced a flush of everything before it in the middle of
+# the step (12 of them in the demo's first 1.5 s, holding up its fetches).
 BUFFERED_EVENT_TYPES = TEMPLATED_EVENT_TYPES | {DagsterEventType.ASSET_OBSERVATION}
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,9 @@ plus `max_buffered_events` and `max_buffer_seconds` (`buffer`).
 Stock dagster-postgres opens a new connection per event (NullPool), sends a NOTIFY and commits
 up to twice per asset event, ~21 ms per event on a small machine. Here:
 
-- materialisations and planned materialisations wait in the process's buffer (`buffer`: when
-  it is flushed) and are written one transaction per batch (`postgres_write`);
+- a run's materialisations, observations and planned materialisations wait in the process's
+  buffer (`buffer`: when it is flushed) and are written one transaction per batch
+  (`postgres_write`);
 - every other event is written the same way as a batch of one, so all event rows are inserted
   under the same advisory lock and their ids commit in order across processes;
 - connections come from a small pool (one kept open per process, more while threads need them),

@@ -10,9 +10,10 @@ the same files as `storage: sqlite:`)::
         base_dir: /abs/home/history/runs/
 
 Stock Dagster commits each materialisation, planned materialisation and observation twice (run
-shard, then index shard), ~11 ms per event on a small machine. Here a run's wait in a
-per-process buffer (`buffer`: when it is flushed) and are written together (`batch_write`): one
-transaction per run shard, then one in the index shard.
+shard, then index shard), ~11 ms per event on a small machine. Here a run's asset events of
+these kinds (and planned events outside any run) wait in a per-process buffer (`buffer`: which
+ones, and when it is flushed) and are written together (`batch_write`): one transaction per run
+shard, then one in the index shard.
 
 Shards are opened through one engine per shard and new run shards are copies of one made by
 stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every run's fixed cost.
@@ -21,7 +22,8 @@ A process killed with SIGKILL loses at most its buffered events; each shard's pa
 is one transaction, so what is stored stays consistent (a kill between the two transactions
 leaves events in the run shard only, as stock Dagster can for one event).
 
-Runless events and every other event type are stored as stock Dagster stores them.
+Every other event (runless materialisations and observations included) is stored as stock
+Dagster stores it.
 ASSET_FAILED_TO_MATERIALIZE events never reach an SQLite storage
 (`can_store_asset_failure_events` is False: the instance drops them); a partition's FAILED
 state comes from its planned event and its run's status, both kept as stock writes them.

@@ -10,7 +10,8 @@ every step process: ~0.1-0.2 s of each run's fixed cost.
 Here:
 - `ShardEngines` keeps one engine per shard (still `NullPool`: every query opens and closes
   its own SQLite connection as stock does, so locking between processes is unchanged); its
-  connections keep SQLite's temporary files in memory (`temp_store`).
+  connections keep SQLite's temporary files in memory (`temp_store`: statement journals,
+  and the sorts of long-lived readers such as the webserver, no longer spill to disk).
 - `is_stamped` skips `_initdb` for a shard whose `alembic_version` holds a revision: stock
   `_initdb` does nothing then either.
 - `ShardTemplate` creates a new shard as a copy of one that stock `_initdb` made in this

@@ -113,6 +113,7 @@ def observed(run_id: str, asset: str, partition: str) -> EventLogEntry:
         partition=partition,
         description="HttpStatusError: HTTP response 404",
         metadata={"error_kind": "permanent", "attempts": 1},
+        tags={DATA_VERSION_TAG: "observed"},
     )
     event = DagsterEvent(
         event_type_value=DagsterEventType.ASSET_OBSERVATION.value,
@@ -131,7 +132,8 @@ def log_line(run_id: str, message: str = "a log line") -> EventLogEntry:
 
 def two_runs() -> list[EventLogEntry]:
     """Planned events, a log line, materialisations of two assets and observations of failed
-    partitions (one after a materialisation of its asset), a runless one, a second run."""
+    partitions (one after a materialisation of its asset, one after a planned event of another
+    run), a runless one, a second run."""
     events = [planned(RUN, "a", f"p{i}") for i in range(6)] + [planned(RUN, "b", "p0")]
     events.append(log_line(RUN))
     events += [materialized(RUN, "a", f"p{i}") for i in range(5)]
@@ -141,4 +143,7 @@ def two_runs() -> list[EventLogEntry]:
     events.append(materialized("", "b", "p1"))  # runless: reported from outside any run
     events += [planned(OTHER_RUN, "a", "p0"), materialized(OTHER_RUN, "a", "p0", version="v2")]
     events += [planned(RUN, "b", "p2")]
+    # An observation after a planned event, in another run: the run of the planned event
+    # stays `last_run_id` (an observation sets only the timestamp).
+    events += [observed(OTHER_RUN, "b", "p2")]
     return events
