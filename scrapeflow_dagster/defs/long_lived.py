@@ -58,8 +58,8 @@ def resume_collection() -> None:
 @contextmanager
 def collection_paused() -> Iterator[None]:
     """`pause_collection` for the block (a command importing Dagster and a location), then
-    `resume_collection` however the block ends (a location that is not built by
-    `scrapeflow_definitions` does not resume it)."""
+    `resume_collection` however the block ends: a build by `scrapeflow_definitions` resumes
+    collection as it freezes, any other location only here."""
     pause_collection()
     try:
         yield

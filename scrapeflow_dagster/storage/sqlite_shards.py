@@ -75,9 +75,7 @@ def _keep_temp_files_in_memory(dbapi_connection: Any, _record: Any) -> None:
     # A batch goes in as multi-row INSERT ... RETURNING statements inside one transaction;
     # SQLite spills their statement journals to files in /var/tmp (on disk even when the home
     # is on tmpfs): ~11,000 writes in the demo's 305-task chain run. In memory, none.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA temp_store = MEMORY")
-    cursor.close()
+    dbapi_connection.execute("PRAGMA temp_store = MEMORY")
 
 
 def is_stamped(engine: Engine) -> bool:

@@ -33,6 +33,20 @@ def _entry(run_id: str, dagster_event: DagsterEvent | None, message: str = "") -
     )
 
 
+def _step_event(
+    run_id: str, event_type: DagsterEventType, data: Any, message: str
+) -> EventLogEntry:
+    """An event of `event_type` with `data`, logged by the step."""
+    event = DagsterEvent(
+        event_type_value=event_type.value,
+        job_name=JOB_NAME,
+        step_key=STEP_KEY,
+        event_specific_data=data,
+        message=message,
+    )
+    return _entry(run_id, event)
+
+
 def planned(run_id: str, asset: str, partition: str) -> EventLogEntry:
     """An ASSET_MATERIALIZATION_PLANNED of one partition, as run creation logs it."""
     data = AssetMaterializationPlannedData(dg.AssetKey(asset), partition=partition)
@@ -96,14 +110,10 @@ def materialized(run_id: str, asset: str, partition: str, version: str = "v1") -
         metadata={"partition": partition},
         tags={DATA_VERSION_TAG: version},
     )
-    event = DagsterEvent(
-        event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
-        job_name=JOB_NAME,
-        step_key=STEP_KEY,
-        event_specific_data=StepMaterializationData(materialization),
-        message=f"materialized {asset} {partition}",
+    data = StepMaterializationData(materialization)
+    return _step_event(
+        run_id, DagsterEventType.ASSET_MATERIALIZATION, data, f"materialized {asset} {partition}"
     )
-    return _entry(run_id, event)
 
 
 def observed(run_id: str, asset: str, partition: str) -> EventLogEntry:
@@ -115,14 +125,10 @@ def observed(run_id: str, asset: str, partition: str) -> EventLogEntry:
         metadata={"error_kind": "permanent", "attempts": 1},
         tags={DATA_VERSION_TAG: "observed"},
     )
-    event = DagsterEvent(
-        event_type_value=DagsterEventType.ASSET_OBSERVATION.value,
-        job_name=JOB_NAME,
-        step_key=STEP_KEY,
-        event_specific_data=AssetObservationData(observation),
-        message=f"observed {asset} {partition}",
+    data = AssetObservationData(observation)
+    return _step_event(
+        run_id, DagsterEventType.ASSET_OBSERVATION, data, f"observed {asset} {partition}"
     )
-    return _entry(run_id, event)
 
 
 def log_line(run_id: str, message: str = "a log line") -> EventLogEntry:
