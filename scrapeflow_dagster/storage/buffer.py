@@ -36,6 +36,7 @@ from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance import RUNLESS_RUN_ID
 
+from scrapeflow_dagster.storage.batch_write import asset_key_string
 from scrapeflow_dagster.storage.event_template import EventTemplates
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 
@@ -50,6 +51,8 @@ TEMPLATED_EVENT_TYPES = frozenset(
 # left unbuffered, each failed task forced a flush of everything before it in the middle of
 # the step (12 of them in the demo's first 1.5 s, holding up its fetches).
 BUFFERED_EVENT_TYPES = TEMPLATED_EVENT_TYPES | {DagsterEventType.ASSET_OBSERVATION}
+_MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION.value
+_PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
 
 logger = logging.getLogger(__name__)
 
@@ -126,17 +129,24 @@ class BufferedEventLog:
         """The row Dagster's `_event_to_row` makes of `event`, a (planned) materialisation's
         text from a template (`event_template`: the same text, a tenth of the cost)."""
         dagster_event = event.dagster_event
-        if dagster_event is None or dagster_event.event_type not in TEMPLATED_EVENT_TYPES:
+        # `event_type_value`, not `event_type` (an enum member built on each call).
+        kind = dagster_event.event_type_value if dagster_event is not None else None
+        if kind == _MATERIALIZATION:
+            data = dagster_event.event_specific_data.materialization  # type: ignore[union-attr]
+        elif kind == _PLANNED:
+            data = dagster_event.event_specific_data  # type: ignore[union-attr]
+        else:
             return self._event_to_row(event)  # type: ignore[attr-defined, no-any-return]
-        asset_key = dagster_event.asset_key
+        # As `dagster_event.asset_key` and `.partition` read them for these two types.
+        asset_key, partition = data.asset_key, data.partition
         return {
             "run_id": event.run_id,
             "event": self._event_templates.serialize(event),
-            "dagster_event_type": dagster_event.event_type_value,
+            "dagster_event_type": kind,
             "timestamp": self._event_insert_timestamp(event),  # type: ignore[attr-defined]
-            "step_key": dagster_event.step_key,
-            "asset_key": asset_key.to_string() if asset_key else None,
-            "partition": dagster_event.partition or None,
+            "step_key": dagster_event.step_key,  # type: ignore[union-attr]
+            "asset_key": asset_key_string(asset_key) if asset_key else None,
+            "partition": partition or None,
         }
 
     @property

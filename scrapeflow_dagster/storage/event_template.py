@@ -16,7 +16,8 @@ sentinel that does not come out exactly once) is serialised by `serialize_value`
 """
 
 import json
-from collections.abc import Hashable
+import operator
+from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 import dagster as dg
@@ -74,11 +75,44 @@ class EventTemplates:
 def _frozen(value: Any) -> Hashable:
     """`value` as part of a shape (TypeError when it cannot be one)."""
     if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+        items = tuple(sorted(value.items()))
+        try:
+            hash(items)  # no value to freeze (the usual tags): the same as below, in C
+            return items
+        except TypeError:
+            return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
     if isinstance(value, list):
         return tuple(_frozen(v) for v in value)
     hash(value)
     return value
+
+
+def _frozen_fields(record: Any, varies: frozenset[str]) -> tuple[Hashable, ...]:
+    """The fields of the named tuple `record` not in `varies`, each `_frozen`."""
+    getter = _getters.get((type(record), varies))
+    if getter is None:
+        names = [f for f in record._fields if f not in varies]
+        getter = _getters[(type(record), varies)] = _tuple_getter(names)
+    values = getter(record)
+    try:
+        hash(values)  # nothing to freeze: each field is its own frozen form
+        return values
+    except TypeError:
+        frozen = tuple(_frozen(v) if isinstance(v, dict | list) else v for v in values)
+        hash(frozen)  # TypeError, as `_frozen` raises, for any other unhashable value
+        return frozen
+
+
+def _tuple_getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A getter of the attributes `names` as a tuple (attrgetter returns a tuple of two or
+    more, the value itself of one)."""
+    if len(names) >= 2:
+        return operator.attrgetter(*names)
+    return lambda record: tuple(getattr(record, name) for name in names)
+
+
+# Per record type: a getter of its fields that are part of its shape, in field order.
+_getters: dict[tuple[type, frozenset[str]], Callable[[Any], tuple[Any, ...]]] = {}
 
 
 def _shape(entry: EventLogEntry) -> tuple[Hashable, list[str]] | None:
@@ -101,8 +135,8 @@ def _shape(entry: EventLogEntry) -> tuple[Hashable, list[str]] | None:
         own, values = found
         shape = (
             kind,
-            tuple(_frozen(getattr(entry, f)) for f in entry._fields if f not in _ENTRY_VARIES),
-            tuple(_frozen(getattr(event, f)) for f in event._fields if f not in _EVENT_VARIES),
+            _frozen_fields(entry, _ENTRY_VARIES),
+            _frozen_fields(event, _EVENT_VARIES),
             own,
         )
     except TypeError:
@@ -134,11 +168,7 @@ def _materialization_shape(data: StepMaterializationData) -> tuple[Hashable, lis
             labels.append((label, value.value))  # two values: part of the shape
         else:
             return None
-    own = tuple(
-        _frozen(getattr(materialization, f))
-        for f in materialization._fields
-        if f not in _MATERIALIZATION_VARIES
-    )
+    own = _frozen_fields(materialization, _MATERIALIZATION_VARIES)
     return (own, tuple(labels)), values
 
 
@@ -147,13 +177,14 @@ def _planned_shape(data: AssetMaterializationPlannedData) -> tuple[Hashable, lis
     and its value (the partition)."""
     if type(data.partition) is not str or data.partitions_subset is not None:
         return None
-    own = tuple(_frozen(getattr(data, f)) for f in data._fields if f != "partition")
+    own = _frozen_fields(data, _PLANNED_VARIES)
     return own, [_encode_text(data.partition)]
 
 
-_ENTRY_VARIES = {"timestamp", "dagster_event"}
-_EVENT_VARIES = {"event_specific_data"}
-_MATERIALIZATION_VARIES = {"partition", "metadata"}
+_ENTRY_VARIES = frozenset({"timestamp", "dagster_event"})
+_EVENT_VARIES = frozenset({"event_specific_data"})
+_MATERIALIZATION_VARIES = frozenset({"partition", "metadata"})
+_PLANNED_VARIES = frozenset({"partition"})
 
 
 class _Template(NamedTuple):

@@ -26,7 +26,11 @@ from dagster_postgres.event_log.event_log import CHANNEL_NAME
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 
-from scrapeflow_dagster.storage.batch_write import entry_values, latest_positions_by_asset_key
+from scrapeflow_dagster.storage.batch_write import (
+    entry_values,
+    latest_positions_by_asset_key,
+    store_asset_event_tags,
+)
 
 # Any fixed 64-bit number: the lock every batched writer of this database's event log takes.
 EVENT_LOG_LOCK_KEY = 0x5C12A9F10E7E1106
@@ -79,7 +83,7 @@ def _write_asset_rows(
 ) -> None:
     events = [event for event, _ in asset_events]
     ids = [event_ids[position] for _, position in asset_events]
-    storage._store_asset_event_tags(conn, events, ids)
+    store_asset_event_tags(storage, conn, events, ids)
     latest = latest_positions_by_asset_key(events)
     for asset_key in sorted(latest):
         values = entry_values(storage, events, ids, latest[asset_key], has_index_cols)

@@ -102,13 +102,16 @@ def store_planned_both_ways(stock: Any, batched: Any, keys: list[str]) -> list[E
     return each
 
 
-def materialized(run_id: str, asset: str, partition: str, version: str = "v1") -> EventLogEntry:
-    """An ASSET_MATERIALIZATION of one partition with a data version tag (indexed by Dagster)."""
+def materialized(
+    run_id: str, asset: str, partition: str, version: str | None = "v1"
+) -> EventLogEntry:
+    """An ASSET_MATERIALIZATION of one partition with a data version tag (indexed by Dagster),
+    or without tags (`version` None: as our executor assets log them)."""
     materialization = dg.AssetMaterialization(
         asset_key=asset,
         partition=partition,
         metadata={"partition": partition},
-        tags={DATA_VERSION_TAG: version},
+        tags={DATA_VERSION_TAG: version} if version is not None else None,
     )
     data = StepMaterializationData(materialization)
     return _step_event(
@@ -137,12 +140,12 @@ def log_line(run_id: str, message: str = "a log line") -> EventLogEntry:
 
 
 def two_runs() -> list[EventLogEntry]:
-    """Planned events, a log line, materialisations of two assets and observations of failed
-    partitions (one after a materialisation of its asset, one after a planned event of another
-    run), a runless one, a second run."""
+    """Planned events, a log line, materialisations of two assets (with and without tags) and
+    observations of failed partitions (one after a materialisation of its asset, one after a
+    planned event of another run), a runless one, a second run."""
     events = [planned(RUN, "a", f"p{i}") for i in range(6)] + [planned(RUN, "b", "p0")]
     events.append(log_line(RUN))
-    events += [materialized(RUN, "a", f"p{i}") for i in range(5)]
+    events += [materialized(RUN, "a", f"p{i}", None if i % 2 else "v1") for i in range(5)]
     events.append(observed(RUN, "a", "p5"))
     events.append(materialized(RUN, "b", "p0", version="v7"))
     events.append(observed(RUN, "b", "p1"))

@@ -79,6 +79,31 @@ def test_the_same_events_give_the_same_rows_as_stock_dagster(tmp_path: Path) -> 
         ), shard
 
 
+def test_rows_that_do_not_get_consecutive_ids_are_inserted_one_by_one(tmp_path: Path) -> None:
+    # A batch is inserted in one statement, its ids read as consecutive; a trigger that adds a
+    # row after some inserts breaks that, and then the batch is inserted row by row, with
+    # the ids stock Dagster's inserts get (the filler rows between them).
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=100)
+    events = two_runs()
+    for storage, folder in ((stock, "stock"), (batched, "batched")):
+        storage.store_event(log_line(RUN))  # makes the index shard
+        with sqlite3.connect(tmp_path / folder / "index.db") as db:
+            db.execute(
+                "CREATE TRIGGER filler AFTER INSERT ON event_logs"
+                " WHEN NEW.partition = 'p3' AND NEW.dagster_event_type = 'ASSET_MATERIALIZATION'"
+                " BEGIN INSERT INTO event_logs (run_id, event) VALUES ('filler', '{}'); END"
+            )
+        for event in events:
+            storage.store_event(event)
+    assert batched.buffered_event_count > 0  # the materialisation of p3 waited in a batch
+    batched.dispose()
+    stock.dispose()
+    dumped = table_dump(tmp_path / "batched" / "index.db")
+    assert ("filler",) in [row[1:2] for row in dumped["event_logs"]]
+    assert dumped == table_dump(tmp_path / "stock" / "index.db")
+
+
 def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_stores_each(
     tmp_path: Path,
 ) -> None:

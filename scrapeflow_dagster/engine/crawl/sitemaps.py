@@ -52,11 +52,6 @@ async def read_sitemaps(
     A file that cannot be fetched or parsed is a problem of the reading, named by URL; it
     never stops the others.
     """
-    # Imported here: usp (and requests below it) takes ~0.1 s, which every crawl's start would
-    # pay for the few that read a sitemap.
-    from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
-    from usp.tree import sitemap_from_str
-
     settings = settings or ScrapeSettings()
     reading = SitemapReading()
     timeout = aiohttp.ClientTimeout(total=settings.request_timeout_seconds)
@@ -75,6 +70,11 @@ async def read_sitemaps(
             if text is None:
                 continue
             reading.files.append(url)
+            # Imported here, once a sitemap is read: usp (and requests below it) takes
+            # ~0.1 s, which a crawl of a site without sitemaps would pay at its start.
+            from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
+            from usp.tree import sitemap_from_str
+
             parsed = sitemap_from_str(text)
             if isinstance(parsed, AbstractIndexSitemap):
                 queue += [sub.url for sub in parsed.sub_sitemaps if sub.url not in seen]
