@@ -9,3 +9,9 @@ the rows stock Dagster writes; `version_guard` turns batching off on untested Da
 They are configured from `dagster.yaml`, never imported by assets. Modules here may import
 Dagster, dagster-postgres and SQLAlchemy, and nothing from the engine or the definitions.
 """
+
+from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
+
+# Any process that loads one of these storages (or the definitions, which use the buffer) opens
+# Dagster's databases next: from here on it reads Dagster's migration scripts once.
+keep_dagster_migrations()
