@@ -55,11 +55,11 @@ def rows_by_run(events: Sequence[EventLogEntry], rows: Sequence[Row]) -> dict[st
 
 
 def latest_positions_by_asset_key(
-    events: Sequence[EventLogEntry],
+    rows: Sequence[Row],
 ) -> dict[str, tuple[int | None, int | None, int | None]]:
-    """For each asset key: the positions of its last materialisation, of its last
-    materialisation or planned event, and of its last event that sets `asset_keys` values
-    (None without one).
+    """For each asset key of the asset events' `rows` (as Dagster's `_event_to_row` makes
+    them): the positions of its last materialisation, of its last materialisation or planned
+    event, and of its last event that sets `asset_keys` values (None without one).
 
     Successive updates of an `asset_keys` row equal one update with the merged values, later
     wins: a materialisation sets `last_materialization`, `last_run_id` and the timestamp, a
@@ -67,11 +67,9 @@ def latest_positions_by_asset_key(
     event nothing; so the last event to set each column is among these three.
     """
     latest: dict[str, tuple[int | None, int | None, int | None]] = {}
-    for position, event in enumerate(events):
-        dagster_event = event.get_dagster_event()
-        key = asset_key_string(dagster_event.asset_key)  # type: ignore[arg-type]
+    for position, row in enumerate(rows):
+        key, kind = row["asset_key"], row["dagster_event_type"]
         last_materialization, last_run_setting, last_setting = latest.get(key, (None, None, None))
-        kind = dagster_event.event_type_value
         if kind == _MATERIALIZATION:
             last_materialization = position
         if kind in (_MATERIALIZATION, _PLANNED):
@@ -110,7 +108,7 @@ def _write_index_shard(
         event_ids = insert(conn, rows)
         store_asset_event_tags(storage, conn, events, event_ids)
         has_index_cols = storage._has_asset_key_index_cols_on_connection(conn)
-        for asset_key, positions in latest_positions_by_asset_key(events).items():
+        for asset_key, positions in latest_positions_by_asset_key(rows).items():
             values = entry_values(storage, events, event_ids, positions, has_index_cols)
             _upsert_asset_key(conn, asset_key, values)
     return event_ids

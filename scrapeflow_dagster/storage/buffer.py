@@ -53,6 +53,7 @@ TEMPLATED_EVENT_TYPES = frozenset(
 BUFFERED_EVENT_TYPES = TEMPLATED_EVENT_TYPES | {DagsterEventType.ASSET_OBSERVATION}
 _MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION.value
 _PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
+_BUFFERED = frozenset(kind.value for kind in BUFFERED_EVENT_TYPES)
 
 logger = logging.getLogger(__name__)
 
@@ -63,14 +64,13 @@ def is_buffered(event: EventLogEntry) -> bool:
     assets write one per task a failing run could not attempt, up to thousands, so they keep it
     missing)."""
     dagster_event = event.dagster_event
+    if dagster_event is None:
+        return False
+    kind = dagster_event.event_type_value  # (`event_type` builds an enum member per call)
     return (
-        dagster_event is not None
-        and dagster_event.event_type in BUFFERED_EVENT_TYPES
+        kind in _BUFFERED
         and dagster_event.asset_key is not None
-        and (
-            event.run_id != RUNLESS_RUN_ID
-            or dagster_event.event_type == DagsterEventType.ASSET_MATERIALIZATION_PLANNED
-        )
+        and (event.run_id != RUNLESS_RUN_ID or kind == _PLANNED)
     )
 
 

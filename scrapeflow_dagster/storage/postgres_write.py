@@ -69,7 +69,7 @@ def write_events(
             )
             event_ids = [int(event_id) for event_id in inserted.scalars()]
             if asset_events:
-                _write_asset_rows(storage, conn, asset_events, event_ids, has_index_cols)
+                _write_asset_rows(storage, conn, asset_events, rows, event_ids, has_index_cols)
             _notify(conn, events, event_ids)
     return event_ids
 
@@ -78,13 +78,14 @@ def _write_asset_rows(
     storage: SqlEventLogStorage,
     conn: Connection,
     asset_events: Sequence[tuple[EventLogEntry, int]],
+    rows: Sequence[dict[str, Any]],
     event_ids: Sequence[int],
     has_index_cols: bool,
 ) -> None:
     events = [event for event, _ in asset_events]
     ids = [event_ids[position] for _, position in asset_events]
     store_asset_event_tags(storage, conn, events, ids)
-    latest = latest_positions_by_asset_key(events)
+    latest = latest_positions_by_asset_key([rows[position] for _, position in asset_events])
     for asset_key in sorted(latest):
         values = entry_values(storage, events, ids, latest[asset_key], has_index_cols)
         _upsert_asset_key(conn, asset_key, values)
