@@ -155,3 +155,15 @@ def postgres_rows(postgres_url: str, positions: dict[str, int]) -> dict[str, Any
             for asset_key, last_run_id, *rest in cursor.fetchall()
         ]
     return {"events": events, "tags": tags, "asset_keys": asset_keys}
+
+
+def schema(path: Path) -> dict[str, Any]:
+    """A SQLite database's tables and indexes (their SQL), alembic revision and journal mode."""
+    with closing(sqlite3.connect(path)) as db:
+        return {
+            "objects": db.execute(
+                "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+            ).fetchall(),
+            "revision": db.execute("SELECT version_num FROM alembic_version").fetchall(),
+            "journal_mode": db.execute("PRAGMA journal_mode").fetchone(),
+        }

@@ -3,7 +3,6 @@ databases a process makes with them are the ones stock Dagster makes."""
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from alembic.script import ScriptDirectory
 import scrapeflow_dagster.storage  # noqa: F401  (keeps Dagster's migrations, as any use does)
 from scrapeflow_dagster.storage.migration_scripts import dagster_migration_reads
 from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, write_home
+from scrapeflow_dagster_tests.storage.snapshot import schema
 
 # A new home's instance and one in-process run of a partitioned asset: every database Dagster
 # makes (runs, schedules, the index shard, the run's shard). Then what the process read.
@@ -54,16 +54,6 @@ def make_home(home: Path, ours: bool) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def schema(path: Path) -> dict[str, Any]:
-    with sqlite3.connect(path) as db:
-        return {
-            "objects": db.execute(
-                "SELECT type, name, sql FROM sqlite_master ORDER BY name"
-            ).fetchall(),
-            "revision": db.execute("SELECT version_num FROM alembic_version").fetchall(),
-        }
 
 
 def test_a_new_home_reads_dagsters_migrations_once_and_gets_stocks_databases(

@@ -30,6 +30,7 @@ from scrapeflow_dagster_tests.storage.events import (
     two_runs,
 )
 from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, instance_of, write_home
+from scrapeflow_dagster_tests.storage.snapshot import schema
 
 
 @pytest.fixture
@@ -118,17 +119,6 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
     partitions = [row[1] for row in shard_rows(tmp_path / "batched", "index")]
     # In the index shard (a log line is only in the run's): one row per partition, in order.
     assert partitions == ["k0", *[event.dagster_event.partition for event in each]]  # type: ignore[union-attr]
-
-
-def schema(path: Path) -> dict[str, Any]:
-    with sqlite3.connect(path) as db:
-        return {
-            "objects": db.execute(
-                "SELECT type, name, sql FROM sqlite_master ORDER BY name"
-            ).fetchall(),
-            "revision": db.execute("SELECT version_num FROM alembic_version").fetchall(),
-            "journal_mode": db.execute("PRAGMA journal_mode").fetchone(),
-        }
 
 
 def test_new_run_shards_are_the_ones_stock_dagster_makes(tmp_path: Path) -> None:
