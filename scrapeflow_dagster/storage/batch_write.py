@@ -132,6 +132,8 @@ def _insert_numbered_in_order(conn: Connection, rows: Sequence[Row]) -> list[int
     table = SqlEventLogStorageTable
     if not rows:
         return []
+    if not opens_transaction_before_insert(conn):
+        return _insert_one_by_one(conn, rows)  # each insert commits: no lock to count on
     first = conn.execute(table.insert().returning(table.c.id), [rows[0]]).scalar_one()
     if len(rows) > 1:
         conn.execute(table.insert(), list(rows[1:]))
@@ -139,6 +141,17 @@ def _insert_numbered_in_order(conn: Connection, rows: Sequence[Row]) -> list[int
     if last - first != len(rows) - 1:
         raise _NotNumberedInOrder(f"{len(rows)} rows took the ids {first} to {last}")
     return list(range(first, last + 1))
+
+
+def opens_transaction_before_insert(conn: Connection) -> bool:
+    """Whether the SQLite driver of `conn` begins a transaction before its first insert (the
+    sqlite3 module's default, and SQLAlchemy's for SQLite): then the transaction holds the
+    database's write lock from that insert to its commit. Not in autocommit mode."""
+    dbapi = conn.connection.dbapi_connection
+    mode = getattr(dbapi, "autocommit", -1)  # Python 3.12+; -1: the legacy mode
+    if mode is True or mode is False:
+        return not mode
+    return getattr(dbapi, "isolation_level", None) is not None
 
 
 def _insert_one_by_one(conn: Connection, rows: Sequence[Row]) -> list[int]:

@@ -8,11 +8,13 @@ Dagster's ~90 migration scripts to find the head: ~30 ms each time on the 2-core
 in a process that opens an existing home and makes a run shard (runs, schedules, the index
 shard, the run shard template twice), 8 times on a new home. The scripts are files of the
 installed Dagster, which does not change under a running process: `keep_dagster_migrations`
-makes alembic hand the first `ScriptDirectory` of Dagster's migrations (per set of options) to
-the later ones. Any other script location (a user's own migrations) is built as alembic builds
-it, and so is everything on a Dagster version the storages are not verified on.
+makes alembic hand the first `ScriptDirectory` of Dagster's migrations (per set of options,
+its scripts read as it is made) to the later ones. Any other script location (a user's own
+migrations) is built as alembic builds it, and so is everything on a Dagster version the
+storages are not verified on, or with an alembic whose `ScriptDirectory` takes other options.
 """
 
+import inspect
 import os
 import threading
 from collections.abc import Hashable
@@ -26,6 +28,22 @@ from scrapeflow_dagster.storage.version_guard import supports_dagster_version
 
 # alembic's own `from_config` (a classmethod object), called for whatever is not kept.
 _ALEMBIC_FROM_CONFIG = ScriptDirectory.__dict__["from_config"]
+# What a `ScriptDirectory` is made of in the alembic versions this was read against (1.20):
+# `_dagster_options` keys on each of them. An alembic whose constructor takes anything else
+# may read an option the key lacks: there nothing is kept.
+_KNOWN_PARAMETERS = (
+    "self",
+    "dir",
+    "file_template",
+    "truncate_slug_length",
+    "version_locations",
+    "sourceless",
+    "output_encoding",
+    "timezone",
+    "hooks",
+    "recursive_version_locations",
+    "messaging_opts",
+)
 _kept: dict[Hashable, ScriptDirectory] = {}
 _asked = 0
 _lock = threading.Lock()
@@ -47,6 +65,8 @@ def keep_dagster_migrations() -> bool:
             return True
         if not supports_dagster_version(fallback="Dagster's migration scripts are read anew"):
             return False
+        if tuple(inspect.signature(ScriptDirectory.__init__).parameters) != _KNOWN_PARAMETERS:
+            return False
         ScriptDirectory.from_config = classmethod(_from_config)  # type: ignore[method-assign, assignment]
         _installed = True
         return True
@@ -61,7 +81,9 @@ def _from_config(cls: type[ScriptDirectory], config: Config) -> ScriptDirectory:
         _asked += 1
         script = _kept.get(key)
         if script is None:
-            script = _kept[key] = _ALEMBIC_FROM_CONFIG.__func__(cls, config)
+            script = _ALEMBIC_FROM_CONFIG.__func__(cls, config)
+            script.revision_map.heads  # noqa: B018  (read the scripts now, under the lock)
+            _kept[key] = script
         return script
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as db
+from dagster._core.events import ASSET_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.migration import ASSET_KEY_INDEX_COLS
 from dagster._core.storage.event_log.schema import AssetKeyTable, SqlEventLogStorageTable
@@ -50,10 +51,14 @@ def write_events(
     """
     if rows is None:
         rows = [storage._event_to_row(event) for event in events]
+    # As stock `store_event`: the asset events among them (an ASSET_WIPED names its asset too,
+    # but gets no `asset_keys` row nor tags).
     asset_events = [
         (event, position)
         for position, event in enumerate(events)
-        if event.dagster_event is not None and event.dagster_event.asset_key is not None
+        if event.dagster_event is not None
+        and event.dagster_event.event_type in ASSET_EVENTS
+        and event.dagster_event.asset_key is not None
     ]
     # Read before the transaction: the first call queries the database.
     has_index_cols = storage.has_secondary_index(ASSET_KEY_INDEX_COLS) if asset_events else False

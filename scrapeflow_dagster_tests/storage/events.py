@@ -8,6 +8,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.events import (
     AssetMaterializationPlannedData,
     AssetObservationData,
+    AssetWipedData,
     DagsterEvent,
     DagsterEventType,
     StepMaterializationData,
@@ -156,3 +157,9 @@ def two_runs() -> list[EventLogEntry]:
     # stays `last_run_id` (an observation sets only the timestamp).
     events += [observed(OTHER_RUN, "b", "p2")]
     return events
+
+
+def wiped(asset: str) -> EventLogEntry:
+    """An ASSET_WIPED of `asset`, as `wipe_assets` logs it (outside any run)."""
+    data = AssetWipedData(asset_key=dg.AssetKey(asset), partition_keys=None)
+    return _step_event("", DagsterEventType.ASSET_WIPED, data, f"wiped {asset}")

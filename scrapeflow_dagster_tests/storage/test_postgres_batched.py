@@ -27,6 +27,7 @@ from scrapeflow_dagster_tests.storage.events import (
     planned,
     store_planned_both_ways,
     two_runs,
+    wiped,
 )
 from scrapeflow_dagster_tests.support.postgres import PostgresServer
 
@@ -83,6 +84,22 @@ def test_the_same_events_give_the_same_rows_as_stock_dagster_postgres(
     assert len(expected["event_logs"]) == len(events)
     # A data version tag per materialisation and observation, but two untagged materialisations.
     assert len(expected["asset_event_tags"]) == 9
+    assert found == expected
+
+
+def test_a_wipe_is_stored_as_stock_dagster_postgres_stores_it(postgres: PostgresServer) -> None:
+    # An ASSET_WIPED names its asset but is no asset event: no `asset_keys` row, no tags; a
+    # materialisation after it is one as usual.
+    stock_url, batched_url = postgres.database("wipe_stock"), postgres.database("wipe_batched")
+    stock = PostgresEventLogStorage(stock_url)
+    batched = BatchedPostgresEventLogStorage(batched_url, max_buffered_events=3)
+    events = [wiped("never_materialised"), materialized(RUN, "a", "p0"), wiped("a")]
+    for storage in (stock, batched):
+        for event in events:
+            storage.store_event(event)
+        storage.dispose()
+    found, expected = table_dump(batched_url), table_dump(stock_url)
+    assert [row[0] for row in expected["asset_keys"]] == ['["a"]']
     assert found == expected
 
 

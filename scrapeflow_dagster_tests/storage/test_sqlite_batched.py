@@ -14,9 +14,11 @@ from typing import Any
 
 import dagster as dg
 import pytest
+import sqlalchemy as sa
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from scrapeflow_dagster.storage import version_guard
+from scrapeflow_dagster.storage.batch_write import opens_transaction_before_insert
 from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
 from scrapeflow_dagster_tests.storage.events import (
     ODD_KEYS,
@@ -103,6 +105,19 @@ def test_rows_that_do_not_get_consecutive_ids_are_inserted_one_by_one(tmp_path: 
     dumped = table_dump(tmp_path / "batched" / "index.db")
     assert ("filler",) in [row[1:2] for row in dumped["event_logs"]]
     assert dumped == table_dump(tmp_path / "stock" / "index.db")
+
+
+def test_batches_count_on_the_write_lock_only_where_a_transaction_opens_before_insert(
+    tmp_path: Path,
+) -> None:
+    # The consecutive ids hold under one transaction; in autocommit mode each insert commits
+    # (and another writer could come between two), so a batch goes in row by row there.
+    for isolation_level, expected in ((None, True), ("AUTOCOMMIT", False)):
+        options = {"isolation_level": isolation_level} if isolation_level else {}
+        engine = sa.create_engine(f"sqlite:///{tmp_path / 'lock.db'}", **options)
+        with engine.connect() as conn:
+            assert opens_transaction_before_insert(conn) is expected, isolation_level
+        engine.dispose()
 
 
 def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_stores_each(
