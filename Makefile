@@ -39,6 +39,7 @@ test: $(STAMP) lint typecheck
 # run (docs/compatibility.md). Without the [postgres] extra: dagster-postgres pins one Dagster.
 COMPAT := .venv-compat
 COMPAT_TESTS := scrapeflow_dagster_tests/storage/test_cli_contract.py \
+	scrapeflow_dagster_tests/storage/test_migration_scripts.py \
 	scrapeflow_dagster_tests/storage/test_sqlite_batched.py \
 	scrapeflow_dagster_tests/storage/test_sigkill.py \
 	scrapeflow_dagster_tests/defs/test_assets.py \

@@ -6,14 +6,8 @@ materialisation and one planned materialisation per partition) written in batche
 `postgres_batched.BatchedPostgresEventLogStorage` (`scrapeflow home init --postgres`). They
 share the per-process buffer (`buffer`); `batch_write` and `postgres_write` write a batch with
 the rows stock Dagster writes; `version_guard` turns batching off on untested Dagster versions.
-Importing this package makes the process read Dagster's migration scripts once
-(`migration_scripts`), whichever storage it then opens.
+Importing the buffer (both storages and the definitions do) makes the process read Dagster's
+migration scripts once (`migration_scripts`), whichever storage it then opens.
 They are configured from `dagster.yaml`, never imported by assets. Modules here may import
 Dagster, dagster-postgres and SQLAlchemy, and nothing from the engine or the definitions.
 """
-
-from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
-
-# Any process that loads one of these storages (or the definitions, which use the buffer) opens
-# Dagster's databases next: from here on it reads Dagster's migration scripts once.
-keep_dagster_migrations()

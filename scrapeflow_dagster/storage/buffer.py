@@ -38,6 +38,7 @@ from dagster._core.instance import RUNLESS_RUN_ID
 
 from scrapeflow_dagster.storage.batch_write import asset_key_string
 from scrapeflow_dagster.storage.event_template import EventTemplates
+from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
@@ -56,6 +57,12 @@ _PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
 _BUFFERED = frozenset(kind.value for kind in BUFFERED_EVENT_TYPES)
 
 logger = logging.getLogger(__name__)
+
+# Any process that loads a batched storage, or the definitions (whose executor assets log
+# through this buffer), opens Dagster's databases next: from here on it reads Dagster's
+# migration scripts once. (Here, not in the package: `python -m ...version_guard` runs that
+# module as `__main__` after the package is imported.)
+keep_dagster_migrations()
 
 
 def is_buffered(event: EventLogEntry) -> bool:
