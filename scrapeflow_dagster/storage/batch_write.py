@@ -35,8 +35,9 @@ VALUE_SETTING_EVENT_TYPES = frozenset(
     }
 )
 # The same, as the strings events carry (`event_type` builds an enum member on each call).
-_MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION.value
-_PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
+MATERIALIZATION_TYPE = DagsterEventType.ASSET_MATERIALIZATION.value
+PLANNED_TYPE = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
+_MATERIALIZATION, _PLANNED = MATERIALIZATION_TYPE, PLANNED_TYPE
 _VALUE_SETTING = frozenset(kind.value for kind in VALUE_SETTING_EVENT_TYPES)
 
 

@@ -36,7 +36,11 @@ from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance import RUNLESS_RUN_ID
 
-from scrapeflow_dagster.storage.batch_write import asset_key_string
+from scrapeflow_dagster.storage.batch_write import (
+    MATERIALIZATION_TYPE,
+    PLANNED_TYPE,
+    asset_key_string,
+)
 from scrapeflow_dagster.storage.event_template import EventTemplates
 from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
@@ -52,8 +56,6 @@ TEMPLATED_EVENT_TYPES = frozenset(
 # left unbuffered, each failed task forced a flush of everything before it in the middle of
 # the step (12 of them in the demo's first 1.5 s, holding up its fetches).
 BUFFERED_EVENT_TYPES = TEMPLATED_EVENT_TYPES | {DagsterEventType.ASSET_OBSERVATION}
-_MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION.value
-_PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
 _BUFFERED = frozenset(kind.value for kind in BUFFERED_EVENT_TYPES)
 
 logger = logging.getLogger(__name__)
@@ -77,7 +79,7 @@ def is_buffered(event: EventLogEntry) -> bool:
     return (
         kind in _BUFFERED
         and dagster_event.asset_key is not None
-        and (event.run_id != RUNLESS_RUN_ID or kind == _PLANNED)
+        and (event.run_id != RUNLESS_RUN_ID or kind == PLANNED_TYPE)
     )
 
 
@@ -138,9 +140,9 @@ class BufferedEventLog:
         dagster_event = event.dagster_event
         # `event_type_value`, not `event_type` (an enum member built on each call).
         kind = dagster_event.event_type_value if dagster_event is not None else None
-        if kind == _MATERIALIZATION:
+        if kind == MATERIALIZATION_TYPE:
             data = dagster_event.event_specific_data.materialization  # type: ignore[union-attr]
-        elif kind == _PLANNED:
+        elif kind == PLANNED_TYPE:
             data = dagster_event.event_specific_data  # type: ignore[union-attr]
         else:
             return self._event_to_row(event)  # type: ignore[attr-defined, no-any-return]
