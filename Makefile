@@ -61,4 +61,5 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) $(COMPAT) .dagster_home data/status data/*.duckdb*
+	rm -rf $(VENV) $(COMPAT) .dagster_home
+	find data -mindepth 1 -maxdepth 1 ! -name .gitkeep -exec rm -rf {} +

@@ -15,12 +15,24 @@ nothing and a replay duplicates nothing:
                        them into its own pass, `streamed_by`, finishes them as it ends)
     streamed/TOKEN/    what each step of a crawl's streamed run took in, for the crawl's
                        driver to report (`take_stream_summaries` removes them)
+    generation         the identity of the status folder these files belong to (below)
+    retired/STAMP-ID/  the files above of a status folder that is gone
+
+These files name tasks of one status folder. When that folder is made anew (deleted by hand,
+or by `make clean`), its tasks are new too, and files that say "these pages' links were
+taken in" would hide every link of the new crawl. So the status folder carries an identity
+(`status/.generation`, made once), and the first discovery that finds the frontier's
+`generation` naming another one moves the files to `retired/` (kept, not deleted) and starts
+over; until it does, reads see an empty frontier. Frontier files from before identities
+existed are taken as the current folder's.
 """
 
 import dataclasses
 import fcntl
+import logging
 import os
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +46,13 @@ from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
 FRONTIER_DIR_NAME = "frontier"
+STATUS_GENERATION_NAME = ".generation"  # in the status folder (no status file's name)
+GENERATION_NAME = "generation"
+RETIRED_DIR_NAME = "retired"
+# What belongs to one status folder (`streamed/` and `crawl.log` belong to running crawls).
+_JOURNAL_NAMES = ("expanded.txt", "added.tsv", "lastmod.tsv", "hand-keys.tsv", "batches")
+
+logger = logging.getLogger(__name__)
 
 
 def frontier_dir(layout: DataLayout) -> Path:
@@ -49,9 +68,73 @@ def frontier_lock(layout: DataLayout) -> Iterator[None]:
     fd = os.open(frontier_dir(layout) / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _settle_generation(layout)
         yield
     finally:
         os.close(fd)
+
+
+def status_generation(layout: DataLayout) -> str:
+    """The identity of the data folder's status folder, made on the first ask (the first of
+    concurrent makers wins; each folder gets one for its life)."""
+    path = layout.status_dir / STATUS_GENERATION_NAME
+    try:
+        found = path.read_text().strip()
+    except FileNotFoundError:
+        found = ""
+    if found:
+        return found
+    layout.status_dir.mkdir(parents=True, exist_ok=True)
+    made = path.with_name(f"{STATUS_GENERATION_NAME}.{uuid.uuid4().hex}.tmp")
+    with made.open("w") as stream:
+        stream.write(uuid.uuid4().hex + "\n")
+        stream.flush()
+        os.fsync(stream.fileno())
+    try:
+        os.link(made, path)  # never replaces one already there
+    except FileExistsError:
+        pass
+    finally:
+        made.unlink()
+    return path.read_text().strip()
+
+
+def _own_generation(layout: DataLayout) -> str | None:
+    try:
+        return (frontier_dir(layout) / GENERATION_NAME).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def _is_stale(layout: DataLayout) -> bool:
+    """Whether the frontier's files belong to a status folder that is gone."""
+    own = _own_generation(layout)
+    return own is not None and own != status_generation(layout)
+
+
+def _settle_generation(layout: DataLayout) -> None:
+    """Under the frontier lock: retire the files of a status folder that is gone, and note
+    whose files these are."""
+    current = status_generation(layout)
+    own = _own_generation(layout)
+    if own == current:
+        return
+    folder = frontier_dir(layout)
+    if own is not None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        retired = folder / RETIRED_DIR_NAME / f"{stamp}-{own}"
+        retired.mkdir(parents=True)
+        for name in _JOURNAL_NAMES:
+            if (folder / name).exists():
+                os.replace(folder / name, retired / name)
+        (folder / "batches").mkdir(exist_ok=True)
+        logger.warning(
+            "the status folder %s was made anew since the last discovery: the frontier's files "
+            "of the old one were moved to %s, and discovery starts over",
+            layout.status_dir,
+            retired,
+        )
+    write_bytes_atomic(folder / GENERATION_NAME, f"{current}\n".encode())
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -64,6 +147,13 @@ def _lines(path: Path) -> Iterator[str]:
     for line in data[: end + 1].decode("utf-8", "replace").splitlines():
         if line:
             yield line
+
+
+def _journal_lines(layout: DataLayout, name: str) -> Iterator[str]:
+    """The whole lines of the journal file `name`; none while the frontier is stale."""
+    if _is_stale(layout):
+        return iter(())
+    return _lines(frontier_dir(layout) / name)
 
 
 def _append(path: Path, lines: Iterable[str]) -> None:
@@ -89,7 +179,7 @@ _REOPEN = "-\t"
 def expanded_keys(layout: DataLayout) -> set[str]:
     """Keys whose links discovery has taken in (and not reopened since)."""
     expanded: set[str] = set()
-    for line in _lines(frontier_dir(layout) / "expanded.txt"):
+    for line in _journal_lines(layout, "expanded.txt"):
         if line.startswith(_REOPEN):
             expanded.discard(line[len(_REOPEN) :])
         else:
@@ -111,7 +201,7 @@ def crawl_sizes(layout: DataLayout) -> dict[str, int]:
     """Tasks discovery added per crawl (distinct keys; the seed not counted)."""
     seen: set[str] = set()
     sizes: dict[str, int] = {}
-    for line in _lines(frontier_dir(layout) / "added.tsv"):
+    for line in _journal_lines(layout, "added.tsv"):
         if line in seen:
             continue
         seen.add(line)
@@ -127,16 +217,16 @@ def note_added(layout: DataLayout, pairs: Iterable[tuple[str, str]]) -> None:
 
 def note_lastmods(layout: DataLayout, dated: Iterable[tuple[str, datetime]]) -> None:
     """Append `(key, lastmod)` pairs a sitemap gave (aware datetimes, stored in UTC)."""
-    _append(
-        frontier_dir(layout) / "lastmod.tsv",
-        (f"{key}\t{when.astimezone(UTC).isoformat()}" for key, when in dated),
-    )
+    lines = [f"{key}\t{when.astimezone(UTC).isoformat()}" for key, when in dated]
+    if lines:
+        with frontier_lock(layout):  # (a stale frontier is retired first: these are current)
+            _append(frontier_dir(layout) / "lastmod.tsv", lines)
 
 
 def lastmods(layout: DataLayout) -> dict[str, datetime]:
     """The newest sitemap `lastmod` noted per key (a line that does not parse is skipped)."""
     found: dict[str, datetime] = {}
-    for line in _lines(frontier_dir(layout) / "lastmod.tsv"):
+    for line in _journal_lines(layout, "lastmod.tsv"):
         key, _, text = line.partition("\t")
         try:
             found[key] = datetime.fromisoformat(text)
@@ -148,7 +238,7 @@ def lastmods(layout: DataLayout) -> dict[str, datetime]:
 def hand_key_fingerprints(layout: DataLayout) -> dict[str, str]:
     """The cached short fingerprints of tasks whose keys were given by hand."""
     found = {}
-    for line in _lines(frontier_dir(layout) / "hand-keys.tsv"):
+    for line in _journal_lines(layout, "hand-keys.tsv"):
         key, _, fingerprint = line.partition("\t")
         found[key] = fingerprint
     return found
@@ -218,6 +308,8 @@ def batches(layout: DataLayout) -> list[FrontierBatch]:
         ValueError: naming a batch file that cannot be read (never skipped: its tasks would
             never run).
     """
+    if _is_stale(layout):
+        return []
     folder = frontier_dir(layout) / "batches"
     names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
     return [FrontierBatch.from_bytes((folder / n).read_bytes(), folder / n) for n in names]

@@ -1,9 +1,13 @@
 """`discover` on real status files and a real DuckDB: scope, patterns, depth, dedupe, budget,
 the frontier rows, and resuming."""
 
+import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from scrapeflow_dagster.engine.crawl import (
     Discovery,
@@ -13,6 +17,8 @@ from scrapeflow_dagster.engine.crawl import (
     pending_batches,
 )
 from scrapeflow_dagster.engine.crawl.journal import (
+    GENERATION_NAME,
+    RETIRED_DIR_NAME,
     FrontierBatch,
     batches,
     expanded_keys,
@@ -273,3 +279,41 @@ def test_discoveries_sharing_a_memo_see_what_changed_in_the_folder_between_them(
     [grandchild] = second.keys
     parsed(layout, grandchild, ["http://shop.example.com/graph/7"])
     assert discover_with_memo([grandchild]).outcomes == {"added": 1}
+
+
+def test_a_status_folder_made_anew_starts_the_frontier_over(
+    layout: DataLayout, caplog: pytest.LogCaptureFixture
+) -> None:
+    links = [f"http://shop.example.com/graph/{n}" for n in range(1, 4)]
+    root = seed(layout, SEED, max_depth=2)
+    parsed(layout, root, links)
+    first = run_discovery(layout, [root])
+    assert len(first.keys) == 3
+    # Starting over as `make clean` does, or a user deleting the status files: the frontier's
+    # files still say the seed's links were taken in, and would hide every link of the crawl.
+    shutil.rmtree(layout.status_dir)
+    layout.ensure()
+    assert expanded_keys(layout) == set() and batches(layout) == []
+    assert seed(layout, SEED, max_depth=2) == root
+    parsed(layout, root, links)
+    with caplog.at_level(logging.WARNING, logger="scrapeflow_dagster.engine.crawl.journal"):
+        again = run_discovery(layout, [root])
+    assert sorted(again.keys) == sorted(first.keys)
+    assert expanded_keys(layout) == {root}
+    # The old files are kept aside, not deleted, and the warning says where.
+    (retired,) = (layout.root / "frontier" / RETIRED_DIR_NAME).iterdir()
+    assert (retired / "expanded.txt").read_text() == f"{root}\n"
+    assert str(layout.status_dir) in caplog.text and str(retired) in caplog.text
+    # The identity file is no status file.
+    assert len(list(iter_status_files(layout.status_dir))) == 4
+
+
+def test_frontier_files_from_before_identities_stay_the_status_folders(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=2)
+    parsed(layout, root, [f"http://shop.example.com/graph/{n}" for n in range(1, 4)])
+    run_discovery(layout, [root])
+    (layout.root / "frontier" / GENERATION_NAME).unlink()  # as an older version left them
+    assert expanded_keys(layout) == {root}
+    again = run_discovery(layout, [root])
+    assert again.keys == [] and expanded_keys(layout) == {root}
+    assert not (layout.root / "frontier" / RETIRED_DIR_NAME).exists()
