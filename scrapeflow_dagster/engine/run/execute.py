@@ -228,7 +228,8 @@ async def execute_async(
             max_age_seconds=max_age_seconds,
         )
 
-        feed = TaskFeed(pairs, grow)
+        # Discovery waits while a fifth of the workers' worth of tasks is queued (`feed`).
+        feed = TaskFeed(pairs, grow, low_water=max(1, parallelism // 5))
 
         async def worker() -> None:
             # Workers share one feed: tasks are pulled only when a worker is free.

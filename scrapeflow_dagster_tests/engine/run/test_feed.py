@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scrapeflow_dagster.engine.executor import Context, execute_async, taskify
+from scrapeflow_dagster.engine.run.feed import TaskFeed
 from scrapeflow_dagster.engine.state.files import create_status
 from scrapeflow_dagster.engine.state.schema import new_status
 from scrapeflow_dagster.engine.status import StatusData
@@ -75,3 +76,31 @@ async def test_an_error_of_grow_stops_the_pass_and_is_raised(tmp_path: Path) -> 
 
     with pytest.raises(OSError, match="frontier folder gone"):
         await execute_async([fetch], tmp_path, {"a": {}, "b": {}}, grow=grow)
+
+
+async def test_discovery_waits_while_the_queue_is_long_and_hands_on_every_task_once() -> None:
+    calls: list[list[str]] = []
+
+    def grow(finished: list[str]) -> list[str]:
+        calls.append(list(finished))
+        return [f"c{n}" for n in range(10)] if finished == ["seed"] else []
+
+    feed = TaskFeed(iter([("seed", {})]), grow, low_water=3)
+    first = await feed.next()
+    assert first is not None
+    feed.finished(first[0], succeeded=True)
+    taken = []
+    for _ in range(6):  # c0..c5, each finished at once: the queue goes from 9 down to 4
+        task = await feed.next()
+        assert task is not None
+        taken.append(task[0])
+        feed.finished(task[0], succeeded=True)
+    assert calls == [["seed"]]  # nothing discovered while more than 3 were queued
+    rest = []
+    while (task := await feed.next()) is not None:
+        rest.append(task[0])
+        feed.finished(task[0], succeeded=True)
+    assert taken + rest == [f"c{n}" for n in range(10)]
+    handed = [key for batch in calls[1:] for key in batch]
+    assert sorted(handed) == sorted(taken + rest)  # each finished task handed on once
+    assert calls[1] == taken  # the first batch after the wait: everything finished meanwhile
