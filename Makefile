@@ -60,6 +60,7 @@ compat:
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
+# Everything the commands made: the venvs, the Dagster home and all of data/ (the inbox too).
 clean:
 	rm -rf $(VENV) $(COMPAT) .dagster_home
 	find data -mindepth 1 -maxdepth 1 ! -name .gitkeep -exec rm -rf {} +

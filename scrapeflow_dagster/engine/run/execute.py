@@ -228,8 +228,9 @@ async def execute_async(
             max_age_seconds=max_age_seconds,
         )
 
-        # Discovery waits while a fifth of the workers' worth of tasks is queued (`feed`).
-        feed = TaskFeed(pairs, grow, low_water=max(1, parallelism // 5))
+        # Discovery waits while more than a fifth of the workers' worth of tasks is queued,
+        # unless a worker's worth of finished tasks waits for it (`feed`).
+        feed = TaskFeed(pairs, grow, low_water=max(1, parallelism // 5), max_waiting=parallelism)
 
         async def worker() -> None:
             # Workers share one feed: tasks are pulled only when a worker is free.

@@ -317,3 +317,21 @@ def test_frontier_files_from_before_identities_stay_the_status_folders(layout: D
     again = run_discovery(layout, [root])
     assert again.keys == [] and expanded_keys(layout) == {root}
     assert not (layout.root / "frontier" / RETIRED_DIR_NAME).exists()
+
+
+def test_frontier_files_from_before_identities_naming_no_stored_task_are_retired(
+    layout: DataLayout,
+) -> None:
+    # What an older `make clean` (status folder and DuckDB deleted, `frontier/` kept) left.
+    links = [f"http://shop.example.com/graph/{n}" for n in range(1, 4)]
+    root = seed(layout, SEED, max_depth=2)
+    parsed(layout, root, links)
+    first = run_discovery(layout, [root])
+    (layout.root / "frontier" / GENERATION_NAME).unlink()
+    shutil.rmtree(layout.status_dir)
+    layout.ensure()
+    assert seed(layout, SEED, max_depth=2) == root
+    parsed(layout, root, links)
+    assert sorted(run_discovery(layout, [root]).keys) == sorted(first.keys)
+    (retired,) = (layout.root / "frontier" / RETIRED_DIR_NAME).iterdir()
+    assert retired.name.endswith("-unnamed")

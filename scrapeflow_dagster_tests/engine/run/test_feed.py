@@ -2,6 +2,7 @@
 it returns run in the same pass, and the pass ends only when nothing is left, none is in flight
 and no discovery is running (a crawl streamed through one run)."""
 
+import asyncio
 import threading
 from collections import Counter
 from pathlib import Path
@@ -85,7 +86,7 @@ async def test_discovery_waits_while_the_queue_is_long_and_hands_on_every_task_o
         calls.append(list(finished))
         return [f"c{n}" for n in range(10)] if finished == ["seed"] else []
 
-    feed = TaskFeed(iter([("seed", {})]), grow, low_water=3)
+    feed = TaskFeed(iter([("seed", {})]), grow, low_water=3, max_waiting=100)
     first = await feed.next()
     assert first is not None
     feed.finished(first[0], succeeded=True)
@@ -104,3 +105,29 @@ async def test_discovery_waits_while_the_queue_is_long_and_hands_on_every_task_o
     handed = [key for batch in calls[1:] for key in batch]
     assert sorted(handed) == sorted(taken + rest)  # each finished task handed on once
     assert calls[1] == taken  # the first batch after the wait: everything finished meanwhile
+
+
+async def test_discovery_starts_once_a_batch_of_finished_tasks_waits_however_long_the_queue() -> (
+    None
+):
+    calls: list[list[str]] = []
+
+    def grow(finished: list[str]) -> list[str]:
+        calls.append(list(finished))
+        return [f"c{n}" for n in range(30)] if finished == ["seed"] else []
+
+    feed = TaskFeed(iter([("seed", {})]), grow, low_water=3, max_waiting=4)
+    first = await feed.next()
+    assert first is not None
+    feed.finished(first[0], succeeded=True)
+    for _ in range(4):
+        task = await feed.next()
+        assert task is not None
+        feed.finished(task[0], succeeded=True)
+    await feed.next()  # waits for nothing: 25 are queued; the discovery runs meanwhile
+    for _ in range(500):  # up to 5 s
+        if len(calls) >= 2:
+            break
+        await asyncio.sleep(0.01)
+    assert calls[1:2] == [["c0", "c1", "c2", "c3"]]
+    assert calls[1] == ["c0", "c1", "c2", "c3"]  # 26 still queued, far above the low water
