@@ -139,6 +139,22 @@ def is_html(content_type: str | None) -> bool:
     return not mime or mime in HTML_TYPES
 
 
+def collapsed_start(text: str, chars: int) -> str:
+    """`" ".join(text.split())[:chars]`, reading only as much of `text` as that needs.
+
+    The collapsed form of any prefix of `text` is a prefix of the whole text's (a word the cut
+    falls in comes out shortened, after the same single space), so once it holds `chars`
+    characters they are the answer. Collapsing a 20 KB page's text took 149 us of its 235 us
+    parse.
+    """
+    size = 2 * chars + 64
+    while True:
+        head = " ".join(text[:size].split())
+        if len(head) >= chars or size >= len(text):
+            return head[:chars]
+        size *= 4
+
+
 def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -> ExecutorOutput:
     """Title, every link (deduplicated, in page order), text size and start of a page.
 
@@ -179,7 +195,7 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
         "link_count": len(links),
         "links": list(links),
         "text_bytes": len(text.encode()),
-        "text_start": " ".join(text.split())[:TEXT_START_CHARS],
+        "text_start": collapsed_start(text, TEXT_START_CHARS),
         "charset": page.charset,
         "charset_source": page.source,
     }

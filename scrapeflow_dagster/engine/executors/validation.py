@@ -32,7 +32,7 @@ def _whole_words(*phrases: str) -> re.Pattern[bytes]:
 
 # What block pages say: Google's "unusual traffic", Akamai's "Access Denied", Cloudflare's
 # "Sorry, you have been blocked" and "Verify you are human", PerimeterX, Amazon's "not a robot".
-BLOCK_PHRASES = _whole_words(
+BLOCK_PHRASE_PATTERNS = (
     "access denied",
     "unusual traffic",
     "verify (?:that )?you are (?:a )?human",
@@ -41,6 +41,11 @@ BLOCK_PHRASES = _whole_words(
     "you have been blocked",
     "checking (?:if the site connection is secure|your browser)",
 )
+BLOCK_PHRASES = _whole_words(*BLOCK_PHRASE_PATTERNS)
+# Every phrase holds one of these words as written: a page holding none of them cannot match,
+# and is passed without the search, which tries every position of the text (225 us of a
+# 20 KB page's 271 us; `in` takes a microsecond or two per word).
+BLOCK_PHRASE_WORDS = (b"denied", b"traffic", b"human", b"robot", b"blocked", b"checking")
 # Words of a block page's title that normal pages only use in their text ("protected by
 # reCAPTCHA", "solve the captcha below").
 BLOCK_TITLE_WORDS = _whole_words("captcha", "attention required", "just a moment")
@@ -61,13 +66,17 @@ def check_page(body: bytes, *, min_bytes: int = 64) -> None:
     # Lowercased once: patterns without IGNORECASE run about twice as fast.
     shown = _HIDDEN.sub(b" ", body[:_SCAN_BYTES].lower())
     text = _TAG.sub(b" ", shown)
-    match = BLOCK_PHRASES.search(text)
+    match = BLOCK_PHRASES.search(text) if _may_say_blocked(text) else None
     if match:
         raise BlockedError(f"block page: found {_readable(match.group())!r}")
     title = _TITLE.search(shown)
     match = BLOCK_TITLE_WORDS.search(title.group(1)) if title else None
     if match:
         raise BlockedError(f"block page: found {_readable(match.group())!r} in the title")
+
+
+def _may_say_blocked(text: bytes) -> bool:
+    return any(word in text for word in BLOCK_PHRASE_WORDS)
 
 
 def _readable(found: bytes) -> str:

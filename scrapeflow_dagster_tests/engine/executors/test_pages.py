@@ -3,12 +3,19 @@
 Against the local site's `/charset/{name}` pages, fetched by `scrape` and parsed by `pages`.
 """
 
+import random
 from pathlib import Path
 
 import pytest
 
 from scrapeflow_dagster.engine.executor import Executor, execute_async
-from scrapeflow_dagster.engine.executors.pages import DETECT_BYTES, decode_html, pages, parse_html
+from scrapeflow_dagster.engine.executors.pages import (
+    DETECT_BYTES,
+    collapsed_start,
+    decode_html,
+    pages,
+    parse_html,
+)
 from scrapeflow_dagster.engine.scrape import scrape
 from scrapeflow_dagster.engine.status import StatusData, load_status
 from scrapeflow_dagster.site.charsets import CHARSET_PAGES, CYRILLIC_TEXT, CYRILLIC_TITLE
@@ -205,3 +212,16 @@ def test_base_href_area_links_and_every_link_of_a_large_page_are_kept() -> None:
     assert links[:2] == ["http://h.test/other/x", "http://h.test/other/y"]
     assert len(links) == 2 + 10_000 == parsed["link_count"]
     assert links[-1] == "http://h.test/other/n/9999"
+
+
+def test_the_text_start_is_the_start_of_the_whole_text_collapsed() -> None:
+    # Texts of words and runs of white space (Unicode's too), long and short, cut anywhere.
+    rnd = random.Random(7)
+    spaces = [" ", "\n", "\t", "\u00a0", "\u2003", "   ", "\r\n", " " * 300]
+    for _ in range(20_000):
+        text = "".join(
+            rnd.choice(spaces) if rnd.random() < 0.3 else rnd.choice("ab\u00e9")
+            for _ in range(rnd.randint(0, 900))
+        )
+        for chars in (0, 1, 7, 200):
+            assert collapsed_start(text, chars) == " ".join(text.split())[:chars], (text, chars)

@@ -4,13 +4,18 @@ Against the local site's `/captcha`, `/blocked/{kind}` and `/widget-captcha` pag
 `check_page` on bodies written here.
 """
 
+import re
 from pathlib import Path
 
 import pytest
 
 from scrapeflow_dagster.engine.errors import BlockedError
 from scrapeflow_dagster.engine.executors.pages import pages
-from scrapeflow_dagster.engine.executors.validation import check_page, validation
+from scrapeflow_dagster.engine.executors.validation import (
+    BLOCK_PHRASE_PATTERNS,
+    check_page,
+    validation,
+)
 from scrapeflow_dagster.engine.scrape import scrape
 from scrapeflow_dagster.site.bot_checks import BLOCK_PAGES, WIDGET_PAGE_TITLE, WIDGETS
 from scrapeflow_dagster.site.server import LocalSite
@@ -142,3 +147,26 @@ def test_only_a_bounded_prefix_is_scanned() -> None:
     check_page(page(body=padding + "<p>Access denied</p>"))
     with pytest.raises(BlockedError):
         check_page(page(body="<p>Access denied</p>" + padding))
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Access Denied",
+        "We have detected unusual traffic from your network",
+        "Verify that you are a human",
+        "verify you are human",
+        "Are you a robot?",
+        "are you human",
+        "I am not a robot",
+        "Sorry, you have been blocked",
+        "Checking if the site connection is secure",
+        "Checking your browser before accessing",
+    ],
+)
+def test_every_form_of_every_block_phrase_is_found_past_the_quick_test(said: str) -> None:
+    # The search runs only on pages holding one of BLOCK_PHRASE_WORDS: each form of each
+    # phrase (its optional words and alternatives) must hold one, or it would pass unseen.
+    assert {pattern for pattern in BLOCK_PHRASE_PATTERNS if re.search(pattern, said.lower())}
+    with pytest.raises(BlockedError, match="block page: found"):
+        check_page(page(body=f"<p>{said}</p>"))
