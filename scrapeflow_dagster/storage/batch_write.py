@@ -37,7 +37,6 @@ VALUE_SETTING_EVENT_TYPES = frozenset(
 # The same, as the strings events carry (`event_type` builds an enum member on each call).
 MATERIALIZATION_TYPE = DagsterEventType.ASSET_MATERIALIZATION.value
 PLANNED_TYPE = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
-_MATERIALIZATION, _PLANNED = MATERIALIZATION_TYPE, PLANNED_TYPE
 _VALUE_SETTING = frozenset(kind.value for kind in VALUE_SETTING_EVENT_TYPES)
 
 
@@ -71,9 +70,9 @@ def latest_positions_by_asset_key(
     for position, row in enumerate(rows):
         key, kind = row["asset_key"], row["dagster_event_type"]
         last_materialization, last_run_setting, last_setting = latest.get(key, (None, None, None))
-        if kind == _MATERIALIZATION:
+        if kind == MATERIALIZATION_TYPE:
             last_materialization = position
-        if kind in (_MATERIALIZATION, _PLANNED):
+        if kind in (MATERIALIZATION_TYPE, PLANNED_TYPE):
             last_run_setting = position
         if kind in _VALUE_SETTING:
             last_setting = position
@@ -181,9 +180,9 @@ def _may_have_tags(event: EventLogEntry) -> bool:
     # As Dagster's `_tags_for_asset_event` reads them (any other asset event: let it read).
     dagster_event = event.get_dagster_event()
     kind = dagster_event.event_type_value
-    if kind == _PLANNED:
+    if kind == PLANNED_TYPE:
         return False
-    if kind == _MATERIALIZATION:
+    if kind == MATERIALIZATION_TYPE:
         return bool(dagster_event.event_specific_data.materialization.tags)  # type: ignore[union-attr]
     return True
 

@@ -141,8 +141,7 @@ def _retire(layout: DataLayout, own: str) -> None:
     retired.mkdir(parents=True)
     for name in _JOURNAL_NAMES:
         if (folder / name).exists():
-            os.replace(folder / name, retired / name)
-    (folder / "batches").mkdir(exist_ok=True)
+            os.replace(folder / name, retired / name)  # (`frontier_dir` makes `batches/` anew)
     logger.warning(
         "the status folder %s was made anew since the last discovery: the frontier's files "
         "of the old one were moved to %s, and discovery starts over",

@@ -79,23 +79,33 @@ async def test_an_error_of_grow_stops_the_pass_and_is_raised(tmp_path: Path) -> 
         await execute_async([fetch], tmp_path, {"a": {}, "b": {}}, grow=grow)
 
 
-async def test_discovery_waits_while_the_queue_is_long_and_hands_on_every_task_once() -> None:
+def seed_feed(children: int, **limits: int) -> tuple[TaskFeed, list[list[str]]]:
+    """A feed whose seed's discovery adds `children` tasks `c0`, `c1`, ... (later discoveries
+    add none), and the batches its discovery was handed."""
     calls: list[list[str]] = []
 
     def grow(finished: list[str]) -> list[str]:
         calls.append(list(finished))
-        return [f"c{n}" for n in range(10)] if finished == ["seed"] else []
+        return [f"c{n}" for n in range(children)] if finished == ["seed"] else []
 
-    feed = TaskFeed(iter([("seed", {})]), grow, low_water=3, max_waiting=100)
-    first = await feed.next()
-    assert first is not None
-    feed.finished(first[0], succeeded=True)
+    return TaskFeed(iter([("seed", {})]), grow, **limits), calls
+
+
+async def take_and_finish(feed: TaskFeed, count: int) -> list[str]:
+    """Take `count` tasks from `feed`, each finished (succeeded) at once; their keys."""
     taken = []
-    for _ in range(6):  # c0..c5, each finished at once: the queue goes from 9 down to 4
+    for _ in range(count):
         task = await feed.next()
         assert task is not None
         taken.append(task[0])
         feed.finished(task[0], succeeded=True)
+    return taken
+
+
+async def test_discovery_waits_while_the_queue_is_long_and_hands_on_every_task_once() -> None:
+    feed, calls = seed_feed(10, low_water=3, max_waiting=100)
+    await take_and_finish(feed, 1)  # the seed
+    taken = await take_and_finish(feed, 6)  # c0..c5: the queue goes from 9 down to 4
     assert calls == [["seed"]]  # nothing discovered while more than 3 were queued
     rest = []
     while (task := await feed.next()) is not None:
@@ -110,20 +120,9 @@ async def test_discovery_waits_while_the_queue_is_long_and_hands_on_every_task_o
 async def test_discovery_starts_once_a_batch_of_finished_tasks_waits_however_long_the_queue() -> (
     None
 ):
-    calls: list[list[str]] = []
-
-    def grow(finished: list[str]) -> list[str]:
-        calls.append(list(finished))
-        return [f"c{n}" for n in range(30)] if finished == ["seed"] else []
-
-    feed = TaskFeed(iter([("seed", {})]), grow, low_water=3, max_waiting=4)
-    first = await feed.next()
-    assert first is not None
-    feed.finished(first[0], succeeded=True)
-    for _ in range(4):
-        task = await feed.next()
-        assert task is not None
-        feed.finished(task[0], succeeded=True)
+    feed, calls = seed_feed(30, low_water=3, max_waiting=4)
+    await take_and_finish(feed, 1)  # the seed
+    await take_and_finish(feed, 4)
     await feed.next()  # waits for nothing: 25 are queued; the discovery runs meanwhile
     for _ in range(500):  # up to 5 s
         if len(calls) >= 2:
