@@ -20,12 +20,16 @@ first step of a 10,000-task run started 0.6 s after it was launched instead of 1
 import json
 import multiprocessing
 import multiprocessing.forkserver
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+
+from scrapeflow_dagster.scaleout.one_process_runs import sequential_runs_in_process
 
 # What every step of a shipped asset imports before it starts: Dagster, its storages (ours
 # subclass them), the sharded asset's code. A module that is not installed is skipped by the
@@ -44,6 +48,9 @@ DAGSTER_EXECUTOR_MODULE = "dagster._core.executor.multiprocess"
 
 # The `dagster` commands that run a job's steps from their own process, on its executor.
 STEP_LAUNCHING_COMMANDS = (["asset", "materialize"], ["job", "execute"])
+
+# The step server this process started early (its pid), until a run stops it.
+_early_server: list[int] = []
 
 
 def forkserver_config(preload_modules: Sequence[str] = ()) -> dict[str, Any]:
@@ -69,16 +76,17 @@ def local_executor(*preload_modules: str) -> dg.ExecutorDefinition:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return default
     start_step_server_early(preload_modules)
+    config = forkserver_config(preload_modules)
     return dg.ExecutorDefinition(
         name=default.name,
-        config_schema=dg.Field(
-            default.config_schema.as_field().config_type,
-            default_value=forkserver_config(preload_modules),
-        ),
+        config_schema=dg.Field(default.config_schema.as_field().config_type, default_value=config),
         requirements=default.get_requirements,
-        executor_creation_fn=default.executor_creation_fn,
+        executor_creation_fn=lambda init_context: sequential_runs_in_process(
+            init_context, config, before_in_process=stop_early_step_server
+        ),
         description="Dagster's multi_or_in_process_executor, step processes forked from a "
-        "server that imported the code location once.",
+        "server that imported the code location once; at its default config, a run whose "
+        "steps can only follow one another runs them in its own process.",
     )
 
 
@@ -112,6 +120,34 @@ def start_step_server_early(preload_modules: Sequence[str] = (), argv: Sequence[
         multiprocessing.forkserver.ensure_running()
     except OSError:
         return False  # Dagster's executor starts one when it needs it, as before
+    pid = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    if isinstance(pid, int):
+        _early_server.append(pid)
+    return True
+
+
+def stop_early_step_server() -> bool:
+    """Stop the step server `start_step_server_early` started, if it still runs; returns
+    whether there was one. A run that forks no step (it runs in this process) calls this: the
+    server would spend a core importing the location while the run works.
+
+    It is killed, not asked to stop: a server still importing reads no request, and
+    `multiprocessing`'s own stop waits for it. Its state is reset, so a later run of this
+    process that forks steps starts a new one.
+    """
+    if not _early_server:
+        return False
+    pid = _early_server.pop()
+    server = multiprocessing.forkserver._forkserver
+    if getattr(server, "_forkserver_pid", None) != pid:
+        return False  # not ours any more (multiprocessing replaced it)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    stop = getattr(server, "_stop", None)
+    if callable(stop):
+        stop()  # closes its pipe, reaps it, forgets it
     return True
 
 

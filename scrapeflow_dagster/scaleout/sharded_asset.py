@@ -48,14 +48,13 @@ from scrapeflow_dagster.engine.executor import Executor
 from scrapeflow_dagster.engine.run.step import StepReport
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
+    SHARD_OP_TAGS,
     SHARD_REPORTS_DIR,
     ShardPlan,
     ShardSettingsResource,
     remove_shard_reports,
     split_keys,
 )
-
-SHARD_OP_TAGS = {"scrapeflow/shard": "true"}
 
 
 def selected_names(context: dg.OpExecutionContext, links: Sequence[ChainLink]) -> list[str]:

@@ -23,6 +23,10 @@ from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, SHARDS_ENV, 
 
 SHARD_REPORTS_DIR = "shard-reports"
 SHARD_IO_MANAGER_KEY = "shard_io_manager"
+# The tag of a sharded asset's shard step: its fan-out (one step per shard) is known before its
+# plan step runs (`scaleout.one_process_runs`).
+SHARD_TAG = "scrapeflow/shard"
+SHARD_OP_TAGS = {SHARD_TAG: "true"}
 # Shard plans and reports of runs that failed are kept this long (re-execution from failure
 # reads them); those of runs that succeeded are removed when the run ends.
 KEEP_FAILED_REPORTS_SECONDS = 7 * 24 * 3600

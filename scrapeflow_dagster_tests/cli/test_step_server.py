@@ -1,6 +1,9 @@
 """`dagster asset materialize` on the shipped location starts its step server (the forkserver
 every step is forked from) as the location is built, before the run exists
-(`scaleout.local.start_step_server_early`), and the run's steps use that one server."""
+(`scaleout.local.start_step_server_early`): a run of several shards forks its steps from that
+one server; a run whose steps can only follow one another (one shard) runs them in the
+command's own process and stops the server (`scaleout.one_process_runs`), unless the run
+config asks for the multiprocess executor."""
 
 import json
 import multiprocessing
@@ -9,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import dagster as dg
 
@@ -51,20 +55,39 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_the_step_server_starts_before_the_run_and_its_steps_fork_from_it(
+# Two shards for the twelve tasks below, whatever this machine's cores.
+TWO_SHARDS = {"resources": {"shard_settings": {"config": {"shards": 2, "min_tasks_per_shard": 6}}}}
+MULTIPROCESS = {"execution": {"config": {"multiprocess": {}}}}
+
+
+class Watched(NamedTuple):
+    """A `dagster asset materialize` watched to its end: its step servers and exit."""
+
+    pid: int
+    returncode: int
+    stderr: str
+    ended: float
+    servers: dict[int, tuple[float, str]]  # pid: (first seen, command line)
+    gone: dict[int, float]  # server pid: first seen ended while the command ran
+
+
+def materialize_watched(
     run_command: Run,
-    cli_instance: Callable[[], dg.DagsterInstance],
     dagster_home: Path,
     layout: DataLayout,
     site_thread: SiteThread,
     tmp_path: Path,
-) -> None:
+    config: dict | None = None,
+) -> Watched:
+    """Add twelve tasks, materialise `scrape` over them watching the command's children."""
     rows = [(f"srv-{n:02d}", site_thread.url(f"/page/{n}")) for n in range(12)]
     added = run_command("scrapeflow", "tasks", "add", str(write_csv(tmp_path / "t.csv", rows)))
     assert added.returncode == 0, added.stderr
     command = [str(BIN_DIR / "dagster"), "asset", "materialize", "-m"]
     command += ["scrapeflow_dagster.definitions", "--select", "scrape"]
     command += ["--partition-range", "srv-00...srv-11"]
+    if config is not None:
+        command += ["--config-json", json.dumps(config)]
 
     proc = subprocess.Popen(
         command,
@@ -74,31 +97,110 @@ def test_the_step_server_starts_before_the_run_and_its_steps_fork_from_it(
         stderr=subprocess.PIPE,
         text=True,
     )
-    servers: dict[int, tuple[float, str]] = {}  # pid: (first seen, command line)
+    servers: dict[int, tuple[float, str]] = {}
+    gone: dict[int, float] = {}
     try:
         while proc.poll() is None:
-            for pid, cmdline in _children(proc.pid).items():
+            children = _children(proc.pid)
+            for pid, cmdline in children.items():
                 if FORKSERVER in cmdline and pid not in servers:
                     servers[pid] = (time.time(), cmdline)
+            for pid in servers:
+                if pid not in gone and (pid not in children or not _alive(pid)):
+                    gone[pid] = time.time()
             time.sleep(0.01)
+        ended = time.time()
         _, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-
     assert proc.returncode == 0, stderr[-3000:]
-    keys = [key for key, _ in rows]
-    assert set(partition_statuses(cli_instance(), "scrape", keys).values()) == {Status.MATERIALIZED}
-    # One server, the run's: Dagster's executor found it running and forked every step from it.
-    ((pid, (seen, cmdline)),) = servers.items()
-    (run,) = cli_instance().get_run_records()
+    return Watched(proc.pid, proc.returncode, stderr, ended, servers, gone)
+
+
+def engine_messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return [
+        record.message
+        for record in instance.all_logs(run_id)
+        if record.dagster_event and record.dagster_event.event_type_value == "ENGINE_EVENT"
+    ]
+
+
+def step_workers(instance: dg.DagsterInstance, run_id: str) -> int:
+    """How many step processes the run started."""
+    return sum(
+        1
+        for record in instance.all_logs(run_id)
+        if record.dagster_event and record.dagster_event.event_type_value == "STEP_WORKER_STARTED"
+    )
+
+
+def test_a_run_of_several_shards_forks_its_steps_from_the_server_started_before_it(
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    dagster_home: Path,
+    layout: DataLayout,
+    site_thread: SiteThread,
+    tmp_path: Path,
+) -> None:
+    watched = materialize_watched(
+        run_command, dagster_home, layout, site_thread, tmp_path, TWO_SHARDS
+    )
+
+    keys = [f"srv-{n:02d}" for n in range(12)]
+    instance = cli_instance()
+    assert set(partition_statuses(instance, "scrape", keys).values()) == {Status.MATERIALIZED}
+    # One server, the run's: Dagster's executor found it running and forked every step from it
+    # (plan, two shards, collect).
+    ((pid, (seen, cmdline)),) = watched.servers.items()
+    (run,) = instance.get_run_records()
     assert seen < run.create_timestamp.timestamp()
     assert f"['{DAGSTER_EXECUTOR_MODULE}', 'dagster'," in cmdline
     assert "'scrapeflow_dagster.definitions']" in cmdline
+    assert step_workers(instance, run.dagster_run.run_id) == 4
     # It ended with the command.
     wait_until(
         lambda: not _alive(pid), what="the step server's end", timeout_seconds=10, poll_seconds=0.05
     )
+
+
+def test_a_one_shard_run_runs_in_the_command_and_stops_the_server(
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    dagster_home: Path,
+    layout: DataLayout,
+    site_thread: SiteThread,
+    tmp_path: Path,
+) -> None:
+    watched = materialize_watched(run_command, dagster_home, layout, site_thread, tmp_path)
+
+    keys = [f"srv-{n:02d}" for n in range(12)]
+    instance = cli_instance()
+    assert set(partition_statuses(instance, "scrape", keys).values()) == {Status.MATERIALIZED}
+    (run,) = instance.get_run_records()
+    run_id = run.dagster_run.run_id
+    assert step_workers(instance, run_id) == 0
+    assert f"Executing steps in process (pid: {watched.pid})" in engine_messages(instance, run_id)
+    # The server started early was stopped as the run began, not left importing until the end.
+    ((pid, _),) = watched.servers.items()
+    assert pid in watched.gone and watched.gone[pid] < watched.ended, watched
+    assert run.end_time is not None and watched.gone[pid] < run.end_time
+
+
+def test_a_run_config_asking_for_the_multiprocess_executor_gets_it(
+    run_command: Run,
+    cli_instance: Callable[[], dg.DagsterInstance],
+    dagster_home: Path,
+    layout: DataLayout,
+    site_thread: SiteThread,
+    tmp_path: Path,
+) -> None:
+    materialize_watched(run_command, dagster_home, layout, site_thread, tmp_path, MULTIPROCESS)
+
+    instance = cli_instance()
+    (run,) = instance.get_run_records()
+    # Plan, one shard, collect: each in a process of its own, as asked.
+    assert step_workers(instance, run.dagster_run.run_id) == 3
 
 
 def test_only_the_step_launching_dagster_commands_start_it_early() -> None:
