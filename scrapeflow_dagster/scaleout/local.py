@@ -9,7 +9,9 @@ Forked from a `forkserver` that preloaded Dagster, our storages and the location
 step starts in well under a second: measured on 2 cores, 10,000 tasks through `dagster asset
 materialize --select scrape` took 18.1-19.2 s against 21.0-23.6 s (without the location
 preloaded); preloading it too saved another 1.7 s of about 30 s in a later session.
-A run's config may still name its own `start_method` or `in_process`.
+A run's config may still name its own `start_method` or `in_process`. At its default config a
+run whose steps can only follow one another runs in its own process instead and stops the
+server started early (`scaleout.one_process_runs`): only runs of several shards fork steps.
 
 In `dagster asset materialize` and `dagster job execute` the server is started as the code
 location is built (`start_step_server_early`), so it imports while the command creates the
