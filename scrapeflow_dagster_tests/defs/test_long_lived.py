@@ -65,8 +65,8 @@ except ValueError as exc:
     assert "SCRAPEFLOW_SHARDS" in str(exc), exc
     print("failed", end=" ")
 else:
-    # The freeze started with one full collection (the collector's count of old objects).
-    assert collections[-1]["generation"] == 2, collections
+    # Frozen without a full collection first (it would walk every object the import made).
+    assert not [c for c in collections if c["generation"] == 2], collections
     assert gc.get_freeze_count() > 50_000
 # Before the pause, the import of the package itself may run one or two (418 without it).
 assert len(collections) <= 5, f"{len(collections)} collections while the location loaded"
