@@ -187,7 +187,8 @@ def known_fingerprints(layout: DataLayout) -> set[str]:
     """The short request fingerprints of every stored task: from its key when it was derived
     from the request, else from its params (read once, then cached in the frontier dir)."""
     memo = DiscoveryMemo()
-    memo.refresh(layout)
+    with journal.frontier_lock(layout):  # the refresh may append to the hand keys' cache
+        memo.refresh(layout)
     return memo.known
 
 

@@ -2,7 +2,7 @@
 nothing and a replay duplicates nothing:
 
     .lock              held (flock) while discovery runs: one discovery at a time per data dir
-    expanded.txt       keys whose links were taken in (appended; a torn last line is ignored;
+    expanded.txt       keys whose links were taken in (appended; a torn last line is cut off;
                        `-<TAB>key` takes a key out again, for a crawl that grows in place)
     added.tsv          `crawl<TAB>key` of every task discovery added (a crawl's budget count)
     lastmod.tsv        `key<TAB>lastmod` (ISO, UTC) of each page a sitemap dates (appended;
@@ -170,19 +170,40 @@ def _journal_lines(layout: DataLayout, name: str) -> Iterator[str]:
 
 
 def _append(path: Path, lines: Iterable[str]) -> None:
-    text = "".join(f"{line}\n" for line in lines)
-    if not text:
+    """Append `lines` to the journal file `path`; the caller holds the frontier lock.
+
+    A last line without its newline was torn by a writer killed mid-append: it is cut off
+    first. Ended with a newline instead, its start would read back as a whole line: a torn
+    `docs-12` in `expanded.txt` as the key `docs-1`, whose links would never be taken in.
+    """
+    data = "".join(f"{line}\n" for line in lines).encode()
+    if not data:
         return
-    with path.open("ab") as stream:
-        if stream.tell() and not _ends_with_newline(path):
-            stream.write(b"\n")  # after a torn line: start clean (the torn line is ignored)
-        stream.write(text.encode())
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            whole = _whole_lines_size(fd, size)
+            if whole != size:
+                os.ftruncate(fd, whole)
+        view = memoryview(data)
+        while view:  # a regular file may take less than asked (a full disk: OSError next)
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as stream:
-        stream.seek(-1, os.SEEK_END)
-        return stream.read(1) == b"\n"
+def _whole_lines_size(fd: int, size: int, chunk: int = 65536) -> int:
+    """The length of the file's part that ends with its last newline (0: none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        newline = block.rfind(b"\n")
+        if newline != -1:
+            return start + newline + 1
+        end = start
+    return 0
 
 
 # Keys hold no tab (no control character): a line starting with this one is no key.

@@ -177,6 +177,25 @@ def test_running_again_adds_nothing_and_records_no_row_twice(layout: DataLayout)
     assert [b.keys for b in pending_batches(layout)] == [first.keys]
 
 
+def test_a_line_torn_by_a_kill_is_cut_off_not_read_as_a_key(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=3)
+    parsed(layout, root, ["http://shop.example.com/graph/1", "http://shop.example.com/graph/2"])
+    first, second = run_discovery(layout, [root]).keys
+    # A writer killed while appending a longer key left only the first key's worth of it.
+    with (layout.root / "frontier" / "expanded.txt").open("ab") as torn:
+        torn.write(first.encode())
+
+    parsed(layout, second, [])
+    run_discovery(layout, [second])
+    assert expanded_keys(layout) == {root, second}
+    # So the page whose key the torn line spelt still has its links taken in.
+    parsed(layout, first, ["http://shop.example.com/graph/3"])
+    found = run_discovery(layout, [first])
+    assert [params_of(layout, key)["url"] for key in found.keys] == [
+        "http://shop.example.com/graph/3"
+    ]
+
+
 def test_a_batch_left_unapplied_by_a_kill_is_applied_by_the_next_discovery(
     layout: DataLayout,
 ) -> None:
