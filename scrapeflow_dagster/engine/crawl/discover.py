@@ -138,7 +138,7 @@ def discover(
             if not batch.applied:
                 memo.refresh(layout)
                 _apply(layout, batch, ledger, memo.keys)
-        expanded = journal.expanded_keys(layout)
+        expanded = memo.expanded_keys(layout)
         todo = [k for k in dict.fromkeys(keys) if k not in expanded]
         parents, not_crawled = _read_parents(layout, todo, executor)
         if not parents and not not_crawled:
@@ -200,7 +200,8 @@ class DiscoveryMemo:
 
     `refresh` lists the status folder (one listing, so a task another process stored is seen
     as before) and reads only the names it has not seen; a name gone since rebuilds it all.
-    Link identities are pure functions of the link and are kept across calls (bounded).
+    Link identities are pure functions of the link and are kept across calls (bounded). The
+    frontier's `expanded.txt` and `added.tsv` are read as they grow (`journal.JournalTail`).
     """
 
     MAX_IDENTITIES = 200_000
@@ -211,6 +212,27 @@ class DiscoveryMemo:
         self.identities: dict[object, LinkIdentity | None] = {}
         self._names: set[str] = set()
         self._unread: set[str] = set()  # hand-given keys whose params could not be read yet
+        self._expanded_tail = journal.JournalTail(journal.EXPANDED_NAME)
+        self._expanded: set[str] = set()
+        self._added_tail = journal.JournalTail(journal.ADDED_NAME)
+        self._added: set[str] = set()
+        self._sizes: dict[str, int] = {}
+
+    def expanded_keys(self, layout: DataLayout) -> set[str]:
+        """`journal.expanded_keys`, read as the file grows (the caller does not change it)."""
+        restarted, lines = self._expanded_tail.read(layout)
+        if restarted:
+            self._expanded = set()
+        journal.take_expanded_lines(self._expanded, lines)
+        return self._expanded
+
+    def crawl_sizes(self, layout: DataLayout) -> dict[str, int]:
+        """`journal.crawl_sizes`, read as the file grows (a copy: the caller counts on it)."""
+        restarted, lines = self._added_tail.read(layout)
+        if restarted:
+            self._added, self._sizes = set(), {}
+        journal.take_added_lines(self._sizes, self._added, lines)
+        return dict(self._sizes)
 
     def refresh(self, layout: DataLayout) -> None:
         """Bring `keys` and `known` up to the status folder as it is now."""
@@ -297,7 +319,7 @@ def _plan(
     layout: DataLayout, parents: list[Parent], now: datetime, robots: _Robots, memo: DiscoveryMemo
 ) -> journal.FrontierBatch:
     known = set(memo.known)  # a copy: a planned task is known once it is stored, not before
-    sizes = journal.crawl_sizes(layout)
+    sizes = memo.crawl_sizes(layout)
     batch = journal.FrontierBatch(id=journal.new_batch_id(), parents=[p.key for p in parents])
     stamp = now.isoformat()
     # Pages of a site repeat links (menus, footers): each is canonicalised and hashed once.

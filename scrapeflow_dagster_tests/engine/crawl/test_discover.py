@@ -20,8 +20,12 @@ from scrapeflow_dagster.engine.crawl.journal import (
     GENERATION_NAME,
     RETIRED_DIR_NAME,
     FrontierBatch,
+    JournalTail,
     batches,
+    crawl_sizes,
     expanded_keys,
+    frontier_dir,
+    frontier_lock,
     save_batch,
 )
 from scrapeflow_dagster.engine.history import Ledger
@@ -298,6 +302,57 @@ def test_discoveries_sharing_a_memo_see_what_changed_in_the_folder_between_them(
     [grandchild] = second.keys
     parsed(layout, grandchild, ["http://shop.example.com/graph/7"])
     assert discover_with_memo([grandchild]).outcomes == {"added": 1}
+
+
+def test_a_memo_reads_the_journal_as_it_grows_and_agrees_with_a_fresh_read(
+    layout: DataLayout,
+) -> None:
+    memo = DiscoveryMemo()  # a crawl streamed through one run
+    root = seed(layout, SEED, max_depth=3, max_pages=4)
+    parsed(layout, root, ["http://shop.example.com/graph/1"])
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        [child] = discover(layout, [root], ledger=ledger, memo=memo).keys
+    # Another process's discovery (no memo of its own) adds to both files in between.
+    parsed(layout, child, ["http://shop.example.com/graph/2"])
+    [grandchild] = run_discovery(layout, [child]).keys
+    assert memo.expanded_keys(layout) == expanded_keys(layout) == {root, child}
+    assert memo.crawl_sizes(layout) == crawl_sizes(layout) == {params_of(layout, child)["crawl"]: 2}
+    # The budget (4 with the seed) counts what the other process added: one more, not two.
+    parsed(
+        layout, grandchild, ["http://shop.example.com/graph/3", "http://shop.example.com/graph/4"]
+    )
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        third = discover(layout, [grandchild], ledger=ledger, memo=memo)
+    assert third.outcomes == {"added": 1, "over_budget": 1}, third.outcomes
+    assert memo.expanded_keys(layout) == expanded_keys(layout) == {root, child, grandchild}
+
+
+def test_a_journal_tail_reads_whole_new_lines_and_starts_over_on_a_new_file(
+    layout: DataLayout,
+) -> None:
+    tail = JournalTail("expanded.txt")
+    path = frontier_dir(layout) / "expanded.txt"
+    with frontier_lock(layout):  # names the status folder the frontier's files belong to
+        pass
+    assert tail.read(layout) == (True, [])  # no file yet
+    path.write_bytes(b"a\nb\nc-being-writ")
+    assert tail.read(layout) == (True, ["a", "b"])
+    assert tail.read(layout) == (False, [])
+    with path.open("ab") as stream:
+        stream.write(b"ten\nd\n")
+    assert tail.read(layout) == (False, ["c-being-written", "d"])
+    # Replaced by another file (a new inode), or rewritten in place with another start.
+    path.unlink()
+    path.write_bytes(b"x\n")
+    assert tail.read(layout) == (True, ["x"])
+    with path.open("r+b") as stream:
+        stream.write(b"y\nz\n")
+    assert tail.read(layout) == (True, ["y", "z"])
+    # A status folder made anew: the frontier is stale until the next discovery retires it.
+    shutil.rmtree(layout.status_dir)
+    layout.ensure()
+    seed(layout, SEED)
+    assert tail.read(layout) == (True, [])
 
 
 def test_a_status_folder_made_anew_starts_the_frontier_over(
