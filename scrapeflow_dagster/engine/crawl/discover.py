@@ -318,7 +318,8 @@ class _Robots:
 def _plan(
     layout: DataLayout, parents: list[Parent], now: datetime, robots: _Robots, memo: DiscoveryMemo
 ) -> journal.FrontierBatch:
-    known = set(memo.known)  # a copy: a planned task is known once it is stored, not before
+    known = memo.known  # stored tasks: a planned one is known once it is stored, not before
+    planned: set[str] = set()  # this batch's (a copy of `known` cost O(tasks) per discovery)
     sizes = memo.crawl_sizes(layout)
     batch = journal.FrontierBatch(id=journal.new_batch_id(), parents=[p.key for p in parents])
     stamp = now.isoformat()
@@ -352,7 +353,10 @@ def _plan(
                 continue
             short = link.fingerprint[:SHORT_FINGERPRINT]
             outcome = rules.judge(
-                link, seed_host=parent.seed_host, child_depth=child_depth, known=short in known
+                link,
+                seed_host=parent.seed_host,
+                child_depth=child_depth,
+                known=short in known or short in planned,
             )
             if outcome is None and robots.disallows(link):
                 outcome = DISALLOWED  # before the budget: it never takes a place there
@@ -371,7 +375,7 @@ def _plan(
             )
             if outcome is not None:
                 continue
-            known.add(short)
+            planned.add(short)
             sizes[crawl] = sizes.get(crawl, 0) + 1
             batch.children.append({"key": link.key, "params": {"url": link.url, **inherited}})
     batch.crawls = sorted({p.crawl for p in parents})
