@@ -21,14 +21,11 @@ from typing import IO, Any
 import dagster as dg
 
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.defs.partitions import RANGE_END_TAG, RANGE_START_TAG, TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.resources import ScrapeSettingsResource
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.scaleout.broker import configured_broker
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
-
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
 def location_definitions(module: str) -> dg.Definitions:

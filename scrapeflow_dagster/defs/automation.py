@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from scrapeflow_dagster.defs.chain import chain_node_name
+from scrapeflow_dagster.defs.partitions import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.engine.retry.ranges import split_ranges
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
@@ -136,8 +137,6 @@ class ExecutorChain:
         return config
 
 
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 RUN_KEY_TAG = "dagster/run_key"
 
 

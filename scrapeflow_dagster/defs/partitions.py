@@ -7,6 +7,11 @@ import dagster as dg
 TASKS_PARTITIONS_NAME = "tasks"
 tasks_partitions_def = dg.DynamicPartitionsDefinition(name=TASKS_PARTITIONS_NAME)
 
+# The tags Dagster gives a run of one partition, and of a range of them.
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
 # add_dynamic_partitions writes one row per key; chunks keep each transaction short.
 ADD_CHUNK_KEYS = 10_000
 

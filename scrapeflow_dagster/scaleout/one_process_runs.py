@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.defs.partitions import (
+    PARTITION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    TASKS_PARTITIONS_NAME,
+)
 from scrapeflow_dagster.scaleout.shards import SHARD_TAG
 from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, configured_shards, shards_for
 from scrapeflow_dagster.storage.version_guard import supports_dagster_version
@@ -31,9 +36,6 @@ if TYPE_CHECKING:
     from dagster._core.execution.context.system import PlanOrchestrationContext
     from dagster._core.execution.plan.plan import ExecutionPlan
 
-PARTITION_TAG = "dagster/partition"
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 SHARD_SETTINGS_RESOURCE = "shard_settings"
 FALLBACK = "every run keeps the multiprocess executor, whatever its plan"
 

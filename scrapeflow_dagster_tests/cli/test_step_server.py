@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import dagster as dg
+from dagster import RunRecord
 
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.scaleout.local import (
@@ -118,21 +119,30 @@ def materialize_watched(
     return Watched(proc.pid, proc.returncode, stderr, ended, servers, gone)
 
 
-def engine_messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+def event_messages(instance: dg.DagsterInstance, run_id: str, event_type: str) -> list[str]:
+    """The messages of the run's Dagster events of `event_type`."""
     return [
         record.message
         for record in instance.all_logs(run_id)
-        if record.dagster_event and record.dagster_event.event_type_value == "ENGINE_EVENT"
+        if record.dagster_event and record.dagster_event.event_type_value == event_type
     ]
 
 
 def step_workers(instance: dg.DagsterInstance, run_id: str) -> int:
     """How many step processes the run started."""
-    return sum(
-        1
-        for record in instance.all_logs(run_id)
-        if record.dagster_event and record.dagster_event.event_type_value == "STEP_WORKER_STARTED"
-    )
+    return len(event_messages(instance, run_id, "STEP_WORKER_STARTED"))
+
+
+def materialized_run(
+    cli_instance: Callable[[], dg.DagsterInstance],
+) -> tuple[dg.DagsterInstance, RunRecord]:
+    """The instance and its one run, once every task `materialize_watched` added is
+    materialised."""
+    keys = [f"srv-{n:02d}" for n in range(12)]
+    instance = cli_instance()
+    assert set(partition_statuses(instance, "scrape", keys).values()) == {Status.MATERIALIZED}
+    (run,) = instance.get_run_records()
+    return instance, run
 
 
 def test_a_run_of_several_shards_forks_its_steps_from_the_server_started_before_it(
@@ -147,13 +157,10 @@ def test_a_run_of_several_shards_forks_its_steps_from_the_server_started_before_
         run_command, dagster_home, layout, site_thread, tmp_path, TWO_SHARDS
     )
 
-    keys = [f"srv-{n:02d}" for n in range(12)]
-    instance = cli_instance()
-    assert set(partition_statuses(instance, "scrape", keys).values()) == {Status.MATERIALIZED}
+    instance, run = materialized_run(cli_instance)
     # One server, the run's: Dagster's executor found it running and forked every step from it
     # (plan, two shards, collect).
     ((pid, (seen, cmdline)),) = watched.servers.items()
-    (run,) = instance.get_run_records()
     assert seen < run.create_timestamp.timestamp()
     assert f"['{DAGSTER_EXECUTOR_MODULE}', 'dagster'," in cmdline
     assert "'scrapeflow_dagster.definitions']" in cmdline
@@ -174,13 +181,11 @@ def test_a_one_shard_run_runs_in_the_command_and_stops_the_server(
 ) -> None:
     watched = materialize_watched(run_command, dagster_home, layout, site_thread, tmp_path)
 
-    keys = [f"srv-{n:02d}" for n in range(12)]
-    instance = cli_instance()
-    assert set(partition_statuses(instance, "scrape", keys).values()) == {Status.MATERIALIZED}
-    (run,) = instance.get_run_records()
+    instance, run = materialized_run(cli_instance)
     run_id = run.dagster_run.run_id
     assert step_workers(instance, run_id) == 0
-    assert f"Executing steps in process (pid: {watched.pid})" in engine_messages(instance, run_id)
+    in_process = f"Executing steps in process (pid: {watched.pid})"
+    assert in_process in event_messages(instance, run_id, "ENGINE_EVENT")
     # The server started early was stopped as the run began, not left importing until the end.
     ((pid, _),) = watched.servers.items()
     assert pid in watched.gone and watched.gone[pid] < watched.ended, watched
