@@ -15,8 +15,9 @@ these kinds (and planned events outside any run) wait in a per-process buffer (`
 ones, and when it is flushed) and are written together (`batch_write`): one transaction per run
 shard, then one in the index shard.
 
-Shards are opened through one engine per shard and new run shards are copies of one made by
-stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every run's fixed cost.
+Shards are opened through one engine per shard, each held open by an idle connection so that
+its WAL files are not deleted and made again at every query, and new run shards are copies of
+one made by stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every run's fixed cost.
 
 A process killed with SIGKILL loses at most its buffered events; each shard's part of a batch
 is one transaction, so what is stored stays consistent (a kill between the two transactions
@@ -103,10 +104,12 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
             return
         # As stock, with the shard's engine kept (see the module).
         with self._db_lock:
-            engine = self._shard_engines.get(self.conn_string_for_shard(shard))
+            conn_string = self.conn_string_for_shard(shard)
+            engine = self._shard_engines.get(conn_string)
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
+                self._shard_engines.keep_open(conn_string)
             with engine.connect() as conn, conn.begin():
                 yield conn
 
@@ -122,12 +125,19 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         stock(engine)
 
     def wipe(self) -> None:
+        # Idle connections closed first: closing one after its shard is deleted would have
+        # SQLite remove the WAL files by name, perhaps those of a shard made again since.
+        self._shard_engines.forget()
         super().wipe()
+        self._shard_engines.forget()
+
+    def dispose(self) -> None:
+        super().dispose()
         self._shard_engines.forget()
 
     def _forget_buffer_after_fork(self) -> None:
         super()._forget_buffer_after_fork()
-        self._shard_engines.forget()
+        self._shard_engines.forget(after_fork=True)
         self._shard_template.forget()
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:

@@ -166,6 +166,40 @@ def test_shard_connections_keep_sqlites_temporary_files_in_memory(
             assert conn.exec_driver_sql("PRAGMA temp_store").scalar() == 2, shard  # MEMORY
 
 
+def test_a_shards_wal_files_outlive_each_query_until_the_storage_is_disposed(
+    tmp_path: Path,
+) -> None:
+    """Each query opens and closes its own connection, as stock does; an idle one kept open
+    stops SQLite from checkpointing and deleting the WAL files at each close, and the
+    storage's disposal closes it (the WAL checkpointed into the shard, as stock leaves it)."""
+    storage = BatchedSqliteEventLogStorage(str(tmp_path / "runs"))
+    storage.store_event(log_line(RUN))
+    wal = tmp_path / "runs" / f"{RUN}.db-wal"
+    made = wal.stat().st_ino
+    for i in range(3):
+        storage.store_event(log_line(RUN, f"line {i}"))
+        assert wal.stat().st_ino == made  # the same file, not one deleted and made again
+    assert len(storage.get_records_for_run(RUN).records) == 4
+
+    storage.dispose()
+
+    assert not wal.exists()
+    assert len(shard_rows(tmp_path / "runs", RUN)) == 4
+
+
+def test_wipe_closes_the_idle_connections_before_deleting_the_shards(tmp_path: Path) -> None:
+    storage = BatchedSqliteEventLogStorage(str(tmp_path / "runs"))
+    storage.store_event(log_line(RUN))
+    storage.wipe()
+    assert not (tmp_path / "runs" / f"{RUN}.db").exists()
+    assert not (tmp_path / "runs" / f"{RUN}.db-wal").exists()
+    # The same run id again: a new shard, whose WAL no late close removes.
+    storage.store_event(log_line(RUN, "after the wipe"))
+    assert (tmp_path / "runs" / f"{RUN}.db-wal").exists()
+    assert len(shard_rows(tmp_path / "runs", RUN)) == 1
+    storage.dispose()
+
+
 def test_asset_events_wait_for_the_next_other_event_and_keep_their_order(
     storage: BatchedSqliteEventLogStorage, tmp_path: Path
 ) -> None:
