@@ -15,7 +15,12 @@ from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 from scrapeflow_dagster.engine.executors.stored_body import read_body
-from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
+from scrapeflow_dagster.engine.run.context import (
+    Context,
+    ExecutorOutput,
+    reads_stored_only,
+    taskify,
+)
 from scrapeflow_dagster.engine.state.schema import StatusData, fields_of
 from scrapeflow_dagster.engine.tasks.urls import document_base, resolve_link
 
@@ -201,6 +206,7 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
     }
 
 
+@reads_stored_only
 @taskify
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
     """Decode and parse the stored page: title, links, text size and the charset used (an

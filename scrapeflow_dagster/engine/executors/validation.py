@@ -12,7 +12,12 @@ import re
 
 from scrapeflow_dagster.engine.errors import BlockedError
 from scrapeflow_dagster.engine.executors.stored_body import read_body
-from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
+from scrapeflow_dagster.engine.run.context import (
+    Context,
+    ExecutorOutput,
+    reads_stored_only,
+    taskify,
+)
 from scrapeflow_dagster.engine.state.schema import StatusData
 
 _SCAN_BYTES = 64 * 1024
@@ -83,6 +88,7 @@ def _readable(found: bytes) -> str:
     return " ".join(found.decode(errors="replace").split())
 
 
+@reads_stored_only
 @taskify
 async def validation(context: Context, key: str, status: StatusData) -> ExecutorOutput:
     """Reject block and captcha pages that answered 200 (a failed validation is a block)."""

@@ -65,6 +65,24 @@ def taskify(fn: TaskFunction) -> Executor:
     return executor
 
 
+# The attribute `reads_stored_only` sets on an executor.
+READS_STORED_ONLY = "scrapeflow_reads_stored_only"
+
+
+def reads_stored_only(executor: Executor) -> Executor:
+    """Mark `executor` as one that only reads what earlier steps stored for its task (the body
+    on disk, the status), with no request or outside state: redoing it costs little. When
+    another step of the same pass follows it, the runner saves its outcome with that step's
+    (one status file write instead of two); a crash between them redoes it."""
+    setattr(executor, READS_STORED_ONLY, True)
+    return executor
+
+
+def is_reads_stored_only(executor: Callable[..., Any]) -> bool:
+    """Whether `executor` was marked with `reads_stored_only`."""
+    return getattr(executor, READS_STORED_ONLY, False) is True
+
+
 def executor_name(executor: Callable[..., Any]) -> str:
     """The name under which an executor's results are stored (its function name)."""
     return getattr(executor, "__name__", type(executor).__name__)

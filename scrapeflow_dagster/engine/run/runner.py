@@ -1,7 +1,10 @@
 """One chain of executors over one task at a time: lock, load, run each step, record it.
 
 After every step the task's status file is saved atomically (through `state.schema`'s
-`record_*`), so a crash loses at most the step in flight.
+`record_*`), so a crash loses at most the step in flight; a step marked `reads_stored_only`
+(validation, pages) that another step of the pass follows is saved with that step, as one
+write, so a crash may also redo it (it requests nothing). A step's outcome is reported
+(`on_step`) only once the status file holds it.
 """
 
 import logging
@@ -24,6 +27,7 @@ from scrapeflow_dagster.engine.run.context import (
     Executor,
     StepCallback,
     executor_name,
+    is_reads_stored_only,
 )
 from scrapeflow_dagster.engine.run.deadlines import StepDeadlines
 from scrapeflow_dagster.engine.run.results import StepResult
@@ -172,13 +176,18 @@ class Runner:
                 self._fail_task(key, UpstreamMissingError(f"{missing} has not succeeded"), started)
                 return False
             upstream_ran = False
-            for executor, name in self.steps:
+            # Outcomes of steps whose status is saved with the next step's (see the module).
+            held: list[StepResult] = []
+            last = len(self.steps) - 1
+            for position, (executor, name) in enumerate(self.steps):
                 # A step re-runs when forced, when it has not succeeded, or when a step before
                 # it ran again in this chain (its output would be stale otherwise).
                 if not (upstream_ran or self._is_forced(name)) and self._is_done(status, name):
                     self._emit(_skipped(key, name, status))
                     continue
-                ok = await self._run_step(executor, name, key, status, started)
+                # Every step after one that ran runs too: a later step follows for sure.
+                save_later = position < last and is_reads_stored_only(executor)
+                ok = await self._run_step(executor, name, key, status, started, held, save_later)
                 upstream_ran = True
                 started = _utcnow()
                 if not ok:
@@ -194,45 +203,65 @@ class Runner:
         key: str,
         status: StatusData,
         started: datetime,
+        held: list[StepResult],
+        save_later: bool,
     ) -> bool:
+        """Run one step and record it; `held` takes its outcome instead of the status file
+        when `save_later`, and is reported (then emptied) once the status file is written."""
         record_start(status, name, started)
         try:
             with self.deadlines.bound():
                 response = await executor(self.context, status)
         except RECOGNISED_ERRORS as exc:
-            self._record_error(key, name, status, exc, started)
+            self._record_error(key, name, status, exc, started, held)
             return False
         output, ok = response if isinstance(response, tuple) else (response, True)
         if not ok:
             error = RuntimeError(str(output.get("error", "executor reported a failure")))
-            self._record_error(key, name, status, error, started)
+            self._record_error(key, name, status, error, started, held)
             return False
         ended = _utcnow()
         attempts = int(output.get("attempts", 1))
         record_success(status, name, output, ended=ended, attempts=attempts)
-        write_status(self.context.dir, key, status)
+        if not save_later:
+            write_status(self.context.dir, key, status)
+            self._emit_held(held)
         if self.on_step is None:
             return True
-        self.on_step(
-            StepResult(
-                key=key,
-                executor=name,
-                outcome="SUCCESS",
-                started=started,
-                ended=ended,
-                attempts=attempts,
-                http_status=output.get("http_status"),
-                size=output.get("size"),
-                md5=output.get("content"),
-                proxy_host=output.get("proxy"),
-                url=status["params"].get("url"),
-                output=output,
-            )
+        result = StepResult(
+            key=key,
+            executor=name,
+            outcome="SUCCESS",
+            started=started,
+            ended=ended,
+            attempts=attempts,
+            http_status=output.get("http_status"),
+            size=output.get("size"),
+            md5=output.get("content"),
+            proxy_host=output.get("proxy"),
+            url=status["params"].get("url"),
+            output=output,
         )
+        if save_later:
+            held.append(result)
+        else:
+            self.on_step(result)
         return True
 
+    def _emit_held(self, held: list[StepResult]) -> None:
+        """Report the outcomes saved with the step that just wrote the status file."""
+        for result in held:
+            self._emit(result)
+        held.clear()
+
     def _record_error(
-        self, key: str, name: str, status: StatusData, exc: BaseException, started: datetime
+        self,
+        key: str,
+        name: str,
+        status: StatusData,
+        exc: BaseException,
+        started: datetime,
+        held: list[StepResult],
     ) -> None:
         message = _error_text(exc, self.context.timeout_seconds)
         kind = _error_kind(exc)
@@ -251,6 +280,7 @@ class Runner:
             proxy=proxy,
         )
         write_status(self.context.dir, key, status)
+        self._emit_held(held)
         self._emit(
             StepResult(
                 key=key,

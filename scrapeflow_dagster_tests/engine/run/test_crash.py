@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from scrapeflow_dagster.engine.executor import (
@@ -25,6 +26,8 @@ from scrapeflow_dagster.engine.executor import (
     ExecutorResponse,
     execute_async,
 )
+from scrapeflow_dagster.engine.executors.pages import pages as builtin_pages
+from scrapeflow_dagster.engine.executors.validation import validation as builtin_validation
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.scrape import scrape as builtin_scrape
 from scrapeflow_dagster.engine.status import (
@@ -55,6 +58,66 @@ async def test_each_step_is_saved_before_an_unexpected_exception(
     blob = (tmp_path / "k.scrape").read_bytes()
     assert status["scrape"]["content"] == hashlib.md5(blob).hexdigest()
     assert "buggy_status" not in status
+
+
+async def test_every_reported_step_is_in_the_status_file_written_once_for_the_local_steps(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    """`validation` only reads the stored page: its outcome goes into the file with `pages`'
+    (one write for both), and neither is reported before the file holds it."""
+    seen: list[tuple[str, int, dict]] = []
+
+    def on_step(result: StepResult) -> None:
+        path = tmp_path / "k.status.json"
+        seen.append((result.executor, path.stat().st_ino, json.loads(path.read_bytes())))
+
+    chain = [builtin_scrape, builtin_validation, builtin_pages]
+    tasks = {"k": {"url": site.url("/page/1")}}
+    assert await execute_async(chain, tmp_path, tasks, on_step=on_step) == ["k"]
+
+    assert [executor for executor, _, _ in seen] == ["scrape", "validation", "pages"]
+    for executor, _, on_disk in seen:
+        assert on_disk[f"{executor}_status"] == "SUCCESS", executor
+    (_, scrape_file, _), (_, validation_file, _), (_, pages_file, _) = seen
+    assert validation_file == pages_file != scrape_file
+
+
+async def test_a_crash_after_a_local_step_redoes_it_but_not_the_request(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    async def buggy(context: Context, status: StatusData) -> ExecutorResponse:
+        raise KeyError("a bug after validation")
+
+    reported: list[str] = []
+    tasks = {"k": {"url": site.url("/page/1")}}
+    with pytest.raises(KeyError, match="a bug after validation"):
+        await execute_async(
+            [builtin_scrape, builtin_validation, buggy],
+            tmp_path,
+            tasks,
+            on_step=lambda result: reported.append(result.executor),
+        )
+    # The fetch was saved and reported; validation, saved with the step that never ended, was
+    # neither: the file and the reports agree.
+    assert reported == ["scrape"]
+    status = load_status(tmp_path, "k")
+    assert status is not None
+    assert status["scrape_status"] == "SUCCESS"
+    assert "validation_status" not in status
+
+    async with aiohttp.ClientSession() as session:
+        await session.post(site.url("/control/requests/reset"))
+        done = await execute_async(
+            [builtin_scrape, builtin_validation],
+            tmp_path,
+            ["k"],
+            on_step=lambda result: reported.append(f"{result.executor} {result.outcome}"),
+        )
+        async with session.get(site.url("/control/requests")) as response:
+            requested = (await response.json())["paths"]
+    assert done == ["k"]
+    assert reported[1:] == ["scrape SKIPPED", "validation SUCCESS"]
+    assert requested.get("/page/1", 0) == 0  # the page was not fetched again
 
 
 async def test_bad_status_files_fail_only_their_own_task(
