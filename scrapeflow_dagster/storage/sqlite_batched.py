@@ -15,9 +15,10 @@ these kinds (and planned events outside any run) wait in a per-process buffer (`
 ones, and when it is flushed) and are written together (`batch_write`): one transaction per run
 shard, then one in the index shard.
 
-Shards are opened through one engine per shard, each held open by an idle connection so that
-its WAL files are not deleted and made again at every query, and new run shards are copies of
-one made by stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every run's fixed cost.
+Shards are opened through one engine per shard, the index shard held open by an idle
+connection so that its WAL files are not deleted and made again at every query, and new run
+shards are copies of one made by stock `_initdb` (`sqlite_shards`): ~0.1-0.2 s less of every
+run's fixed cost.
 
 A process killed with SIGKILL loses at most its buffered events; each shard's part of a batch
 is one transaction, so what is stored stays consistent (a kill between the two transactions
@@ -38,7 +39,10 @@ from typing import Any, TypedDict
 
 import dagster as dg
 from dagster._core.events.log import EventLogEntry
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    INDEX_SHARD_NAME,
+    SqliteEventLogStorage,
+)
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
 
@@ -109,7 +113,10 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
-                self._shard_engines.keep_open(conn_string)
+                if shard == INDEX_SHARD_NAME:
+                    # Not a run shard: the webserver follows a run's events by watching its
+                    # `.db` file, which SQLite writes at the checkpoint each last close makes.
+                    self._shard_engines.keep_open(conn_string)
             with engine.connect() as conn, conn.begin():
                 yield conn
 
@@ -125,10 +132,7 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         stock(engine)
 
     def wipe(self) -> None:
-        # Idle connections closed first: closing one after its shard is deleted would have
-        # SQLite remove the WAL files by name, perhaps those of a shard made again since.
-        self._shard_engines.forget()
-        super().wipe()
+        super().wipe()  # run shards deleted; the index shard (the one held open) emptied
         self._shard_engines.forget()
 
     def dispose(self) -> None:

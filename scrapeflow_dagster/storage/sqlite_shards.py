@@ -12,12 +12,14 @@ Here:
   its own SQLite connection as stock does, so locking between processes is unchanged); its
   connections keep SQLite's temporary files in memory (`temp_store`: statement journals,
   and the sorts of long-lived readers such as the webserver, no longer spill to disk).
-- `ShardEngines.keep_open` holds one idle connection to each shard the process uses. When the
-  last connection to a WAL database closes, SQLite checkpoints it and deletes its `-wal` and
-  `-shm` files, which the next connection creates again: with `NullPool`, that was every
-  query (~150 times in a 305-task chain run, each a checkpoint and two new files: ~0.7 ms
-  here on disk). The idle connection holds no transaction (it never blocks a writer or a
-  checkpoint), only the shared lock every open WAL connection holds.
+- `ShardEngines.keep_open` holds an idle connection to a shard. When the last connection to
+  a WAL database closes, SQLite checkpoints it and deletes its `-wal` and `-shm` files, which
+  the next connection creates again: with `NullPool`, that is every query (the index shard:
+  ~80 times in a 305-task chain run, each a checkpoint and two new files, ~0.7 ms here on
+  disk). The idle connection holds no transaction (it never blocks a writer or a
+  checkpoint), only the shared lock every open WAL connection holds. Run shards are not held
+  open: the webserver follows a run's events by watching its `.db` file, which only a
+  checkpoint writes.
 - `is_stamped` skips `_initdb` for a shard whose `alembic_version` holds a revision: stock
   `_initdb` does nothing then either.
 - `ShardTemplate` creates a new shard as a copy of one that stock `_initdb` made in this

@@ -166,37 +166,41 @@ def test_shard_connections_keep_sqlites_temporary_files_in_memory(
             assert conn.exec_driver_sql("PRAGMA temp_store").scalar() == 2, shard  # MEMORY
 
 
-def test_a_shards_wal_files_outlive_each_query_until_the_storage_is_disposed(
+def test_the_index_shards_wal_files_outlive_each_query_until_the_storage_is_disposed(
     tmp_path: Path,
 ) -> None:
     """Each query opens and closes its own connection, as stock does; an idle one kept open
-    stops SQLite from checkpointing and deleting the WAL files at each close, and the
-    storage's disposal closes it (the WAL checkpointed into the shard, as stock leaves it)."""
+    stops SQLite from checkpointing and deleting the index shard's WAL files at each close, and
+    the storage's disposal closes it (the WAL checkpointed into the shard, as stock leaves it)."""
     storage = BatchedSqliteEventLogStorage(str(tmp_path / "runs"))
-    storage.store_event(log_line(RUN))
-    wal = tmp_path / "runs" / f"{RUN}.db-wal"
+    storage.store_event(planned(RUN, "a", "p0"))
+    storage.flush()
+    wal = tmp_path / "runs" / "index.db-wal"
     made = wal.stat().st_ino
-    for i in range(3):
-        storage.store_event(log_line(RUN, f"line {i}"))
+    for i in range(1, 4):
+        storage.store_event(planned(RUN, "a", f"p{i}"))
+        storage.flush()
         assert wal.stat().st_ino == made  # the same file, not one deleted and made again
-    assert len(storage.get_records_for_run(RUN).records) == 4
 
     storage.dispose()
 
     assert not wal.exists()
-    assert len(shard_rows(tmp_path / "runs", RUN)) == 4
+    assert len(shard_rows(tmp_path / "runs", "index")) == 4
 
 
-def test_wipe_closes_the_idle_connections_before_deleting_the_shards(tmp_path: Path) -> None:
+def test_each_write_to_a_run_shard_reaches_its_db_file_for_the_webservers_watch(
+    tmp_path: Path,
+) -> None:
+    """The webserver streams a run's events by watching `<run>.db` (Dagster's
+    `SqliteEventLogStorageWatchdog`): each write must reach that file, not wait in the WAL."""
     storage = BatchedSqliteEventLogStorage(str(tmp_path / "runs"))
+    shard = tmp_path / "runs" / f"{RUN}.db"
     storage.store_event(log_line(RUN))
-    storage.wipe()
-    assert not (tmp_path / "runs" / f"{RUN}.db").exists()
-    assert not (tmp_path / "runs" / f"{RUN}.db-wal").exists()
-    # The same run id again: a new shard, whose WAL no late close removes.
-    storage.store_event(log_line(RUN, "after the wipe"))
-    assert (tmp_path / "runs" / f"{RUN}.db-wal").exists()
-    assert len(shard_rows(tmp_path / "runs", RUN)) == 1
+    for i in range(3):
+        before = shard.read_bytes()
+        storage.store_event(materialized(RUN, "a", f"p{i}"))
+        storage.store_event(log_line(RUN, f"line {i}"))  # writes the waiting batch, then itself
+        assert shard.read_bytes() != before, i
     storage.dispose()
 
 
