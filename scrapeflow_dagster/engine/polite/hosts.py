@@ -22,11 +22,9 @@ until its own turn. Without a delay that file is never touched.
 
 import asyncio
 import contextlib
-import errno
 import fcntl
 import os
 import re
-import struct
 import time
 import zlib
 from collections import deque
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapeflow_dagster.engine.polite.shared import SharedLimitsDown
+from scrapeflow_dagster.engine.state.byte_locks import OFD_SETLK, lock_byte, unlock_byte
 
 if TYPE_CHECKING:
     from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
@@ -43,25 +42,8 @@ if TYPE_CHECKING:
 _POLL_SECONDS = 0.01
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 _STAMP_BYTES = 32
-# Open-file-description locks (Linux): conflict between any two opens, also in one process,
-# and are dropped when the last descriptor of the open closes (a dead process's too).
-_OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
 _STRIPES = 1 << 20  # hash buckets for host names: collisions are rare among active hosts
 MAX_SLOTS = 1024  # bytes per bucket, so the most slots a host can have
-
-
-def _ofd_lock(fd: int, offset: int, kind: int) -> bool:
-    """Lock (F_WRLCK) or unlock (F_UNLCK) the byte at `offset`; False when another holds it."""
-    assert _OFD_SETLK is not None
-    # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padded.
-    args = struct.pack("@hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
-    try:
-        fcntl.fcntl(fd, _OFD_SETLK, args)
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-    return True
 
 
 WaitGuard = Callable[[], AbstractContextManager[object]]
@@ -234,7 +216,7 @@ class HostSlots:
         return self._book_start(host, delay_seconds)
 
     def _try_file(self, host: str, gate: _Gate) -> Slot | None:
-        if _OFD_SETLK is not None:
+        if OFD_SETLK is not None:
             return self._try_byte(host)
         folder = self._host_dir(host)
         for index in range(self._limit):
@@ -262,7 +244,7 @@ class HostSlots:
         for offset in range(base, base + self._limit):
             # One open is shared by the whole process, so its own locks never conflict with
             # each other: the bytes it holds are skipped here instead.
-            if offset not in held and _ofd_lock(fd, offset, fcntl.F_WRLCK):
+            if offset not in held and lock_byte(fd, offset):
                 held.add(offset)
                 return Slot(host, offset, fd)
         return None
@@ -280,7 +262,7 @@ class HostSlots:
         elif slot.fd < 0:
             return
         elif slot.fd == self._shared_fd:
-            _ofd_lock(slot.fd, slot.index, fcntl.F_UNLCK)
+            unlock_byte(slot.fd, slot.index)
             self._held_bytes.discard(slot.index)
         else:
             os.close(slot.fd)  # closing drops the flock

@@ -130,7 +130,7 @@ def test_two_holders_of_one_folder_share_the_slots(
     # Two HostSlots over one folder open their lock files separately, as two processes do.
     # Without open-file-description locks (not Linux), each slot is a file of its own.
     if not byte_locks:
-        monkeypatch.setattr(hosts, "_OFD_SETLK", None)
+        monkeypatch.setattr(hosts, "OFD_SETLK", None)
     first, second = HostSlots(tmp_path, limit=2), HostSlots(tmp_path, limit=2)
     held = [first.try_acquire("a.example:80"), first.try_acquire("a.example:80")]
     assert all(slot is not None for slot in held)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scrapeflow_dagster.engine.state import byte_locks
 from scrapeflow_dagster.engine.state.locks import TaskLocks
 
 
@@ -48,11 +49,20 @@ async def test_keys_sharing_a_stripe_do_not_wait_for_each_other(tmp_path: Path) 
     assert waited < 0.2
 
 
-async def test_another_process_holding_the_key_blocks_until_it_lets_go(tmp_path: Path) -> None:
+@pytest.mark.parametrize("byte", [True, False], ids=["byte-locks", "stripe-files"])
+async def test_another_process_holding_the_key_blocks_until_it_lets_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, byte: bool
+) -> None:
+    # Without open-file-description locks (not Linux), each stripe is a file of its own.
+    if not byte:
+        monkeypatch.setattr(byte_locks, "OFD_SETLK", None)
     holder = textwrap.dedent(
         f"""
         import asyncio, sys, time
+        from scrapeflow_dagster.engine.state import byte_locks
         from scrapeflow_dagster.engine.state.locks import TaskLocks
+        if not {byte!r}:
+            byte_locks.OFD_SETLK = None
         async def main():
             async with TaskLocks({str(tmp_path)!r}).hold("shared"):
                 print("held", flush=True)
@@ -64,11 +74,20 @@ async def test_another_process_holding_the_key_blocks_until_it_lets_go(tmp_path:
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         started = time.monotonic()
-        async with TaskLocks(tmp_path).hold("shared"):
+        locks = TaskLocks(tmp_path)
+        async with locks.hold("shared"):
             waited = time.monotonic() - started
         assert waited > 0.5
+        async with locks.hold("another key"), locks.hold("and a third"):
+            pass
+        locks.close()
     finally:
         proc.wait(timeout=10)
+    made = sorted(path.name for path in (tmp_path / ".locks").iterdir())
+    if byte:
+        assert made == ["stripes.lock"]  # one file, whatever the keys
+    else:
+        assert len(made) == 3 and all(name.endswith(".lock") for name in made)
 
 
 async def test_a_waiter_cancelled_while_waiting_leaves_the_key_usable(tmp_path: Path) -> None:
