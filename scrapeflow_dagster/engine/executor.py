@@ -15,6 +15,7 @@ from scrapeflow_dagster.engine.run.context import (
     TaskFunction,
     Tasks,
     executor_name,
+    reads_stored_only,
     taskify,
 )
 from scrapeflow_dagster.engine.run.execute import execute_async
@@ -34,5 +35,6 @@ __all__ = [
     "UpstreamMissingError",
     "execute_async",
     "executor_name",
+    "reads_stored_only",
     "taskify",
 ]

@@ -113,10 +113,10 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
-                if shard == INDEX_SHARD_NAME:
-                    # Not a run shard: the webserver follows a run's events by watching its
-                    # `.db` file, which SQLite writes at the checkpoint each last close makes.
-                    self._shard_engines.keep_open(conn_string)
+            if shard == INDEX_SHARD_NAME:
+                # Not a run shard: the webserver follows a run's events by watching its `.db`
+                # file, which SQLite writes at the checkpoint each last close makes.
+                self._shard_engines.keep_open(conn_string)
             with engine.connect() as conn, conn.begin():
                 yield conn
 
@@ -141,7 +141,8 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
 
     def _forget_buffer_after_fork(self) -> None:
         super()._forget_buffer_after_fork()
-        self._shard_engines.forget(after_fork=True)
+        # The shard engines need nothing here: none holds a connection across a fork, and
+        # their own fork handlers (`sqlite_shards`) start the child afresh.
         self._shard_template.forget()
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:

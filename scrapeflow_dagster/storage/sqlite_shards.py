@@ -34,6 +34,8 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+import urllib.parse
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -50,13 +52,14 @@ MAX_ENGINES = 32  # a long-lived process (the daemon, the webserver) reads many 
 
 class ShardEngines:
     """One `NullPool` engine per shard path, the least recently used dropped past `MAX_ENGINES`,
-    and for each one an idle connection kept open once the shard exists (`keep_open`)."""
+    and idle connections kept open on the shards asked for (`keep_open`)."""
 
     def __init__(self, max_engines: int = MAX_ENGINES) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._kept: dict[str, sqlite3.Connection] = {}
         self._max = max_engines
         self._lock = threading.Lock()
+        _ALL.add(self)
 
     def get(self, conn_string: str) -> Engine:
         with self._lock:
@@ -79,19 +82,21 @@ class ShardEngines:
 
     def keep_open(self, conn_string: str) -> None:
         """Hold an idle connection to the shard of `conn_string` (an engine `get` made), so
-        that its WAL files outlive each query's connection. Never creates the file: a shard
-        that does not exist (yet) is left alone."""
+        that its WAL files outlive each query's connection; at once when held already. Never
+        creates the file: a shard that does not exist (yet) is left alone."""
+        if conn_string in self._kept:  # the common case, without the lock
+            return
         with self._lock:
             engine = self._engines.get(conn_string)
             if engine is None or conn_string in self._kept:
                 return
             path = engine.url.database
-            if not path or path == ":memory:":
+            if not path or path == ":memory:" or not os.path.exists(path):
                 return
             try:
-                kept = sqlite3.connect(
-                    f"file:{path}?mode=rw", uri=True, check_same_thread=False, timeout=1.0
-                )
+                # A URI, for `mode=rw` (never create); `?`, `#` and `%` in the path escaped.
+                uri = f"file:{urllib.parse.quote(path)}?mode=rw"
+                kept = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=1.0)
             except sqlite3.Error:
                 return
             try:
@@ -102,22 +107,60 @@ class ShardEngines:
                 return
             self._kept[conn_string] = kept
 
-    def forget(self, *, after_fork: bool = False) -> None:
-        """Drop every engine and idle connection (after `wipe`, or in a forked child)."""
+    def forget(self) -> None:
+        """Drop every engine and close every idle connection (after `wipe` or `dispose`)."""
         with self._lock:
             self._engines = OrderedDict()
             kept, self._kept = self._kept, {}
-        if after_fork:
-            # SQLite must not close in a child what the parent opened: the child's close
-            # could checkpoint or unlink under the parent. Kept unused for the child's life.
-            _INHERITED.extend(kept.values())
+        for connection in kept.values():
+            _close_quietly(connection)
+
+    def _close_kept_for_fork(self) -> None:
+        # SQLite's locks belong to a process, its record of them to the connection: a child
+        # inheriting an open connection would take no lock of its own on the shard, and the
+        # parent's later close would checkpoint and delete the WAL under the child's writes.
+        # So none is open across a fork; each process opens its own again when it next asks.
+        self._lock.acquire()
+        kept, self._kept = self._kept, {}
+        for connection in kept.values():
+            _close_quietly(connection)
+
+    def _after_fork(self, *, child: bool) -> None:
+        if child:
+            self._lock = threading.Lock()  # held by the forking thread, gone in the child
+            self._engines = OrderedDict()
         else:
-            for connection in kept.values():
-                _close_quietly(connection)
+            self._lock.release()
 
 
-# Idle connections a forked child inherited (see `ShardEngines.forget`).
-_INHERITED: list[sqlite3.Connection] = []
+# Every ShardEngines of the process, for the fork handlers; those the forking thread locked.
+_ALL: "weakref.WeakSet[ShardEngines]" = weakref.WeakSet()
+_LOCKED_FOR_FORK: list[ShardEngines] = []
+
+
+def _before_fork() -> None:
+    _LOCKED_FOR_FORK[:] = list(_ALL)
+    for engines in _LOCKED_FOR_FORK:
+        engines._close_kept_for_fork()
+
+
+def _after_fork_in_parent() -> None:
+    for engines in _LOCKED_FOR_FORK:
+        engines._after_fork(child=False)
+    _LOCKED_FOR_FORK.clear()
+
+
+def _after_fork_in_child() -> None:
+    for engines in _LOCKED_FOR_FORK:
+        engines._after_fork(child=True)
+    _LOCKED_FOR_FORK.clear()
+
+
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_after_fork_in_parent,
+    after_in_child=_after_fork_in_child,
+)
 
 
 def _close_quietly(connection: sqlite3.Connection | None) -> None:

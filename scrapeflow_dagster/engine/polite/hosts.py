@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapeflow_dagster.engine.polite.shared import SharedLimitsDown
-from scrapeflow_dagster.engine.state.byte_locks import OFD_SETLK, lock_byte, unlock_byte
+from scrapeflow_dagster.engine.state import byte_locks
 
 if TYPE_CHECKING:
     from scrapeflow_dagster.engine.polite.shared import SharedHostLimits
@@ -216,7 +216,7 @@ class HostSlots:
         return self._book_start(host, delay_seconds)
 
     def _try_file(self, host: str, gate: _Gate) -> Slot | None:
-        if OFD_SETLK is not None:
+        if byte_locks.OFD_SETLK is not None:
             return self._try_byte(host)
         folder = self._host_dir(host)
         for index in range(self._limit):
@@ -244,7 +244,7 @@ class HostSlots:
         for offset in range(base, base + self._limit):
             # One open is shared by the whole process, so its own locks never conflict with
             # each other: the bytes it holds are skipped here instead.
-            if offset not in held and lock_byte(fd, offset):
+            if offset not in held and byte_locks.lock_byte(fd, offset):
                 held.add(offset)
                 return Slot(host, offset, fd)
         return None
@@ -262,7 +262,7 @@ class HostSlots:
         elif slot.fd < 0:
             return
         elif slot.fd == self._shared_fd:
-            unlock_byte(slot.fd, slot.index)
+            byte_locks.unlock_byte(slot.fd, slot.index)
             self._held_bytes.discard(slot.index)
         else:
             os.close(slot.fd)  # closing drops the flock

@@ -181,7 +181,8 @@ async def execute_async(
     Raises:
         ValueError: a key is unsafe (`/`, `..`, `,`, control characters) or given twice.
         Exception: any unrecognised exception of an executor, after the other tasks were
-            cancelled and every finished step saved.
+            cancelled and every finished step saved (but a `reads_stored_only` step whose
+            following step did not end: it runs again next time, see `runner`).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from scrapeflow_dagster.engine.polite import hosts
 from scrapeflow_dagster.engine.polite.hosts import HostSlots
 from scrapeflow_dagster.engine.run.execute import POLITE_DIR
 from scrapeflow_dagster.engine.settings import PoliteSettings
+from scrapeflow_dagster.engine.state import byte_locks
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.conftest import fast_settings
 from scrapeflow_dagster_tests.support.paths import PYTHON, REPO_ROOT
@@ -123,14 +124,14 @@ async def test_a_killed_process_gives_its_slots_back(tmp_path: Path) -> None:
         assert await run(tmp_path, pages, max_per_host=2) == 5
 
 
-@pytest.mark.parametrize("byte_locks", [True, False], ids=["byte-locks", "slot-files"])
+@pytest.mark.parametrize("byte", [True, False], ids=["byte-locks", "slot-files"])
 def test_two_holders_of_one_folder_share_the_slots(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, byte_locks: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, byte: bool
 ) -> None:
     # Two HostSlots over one folder open their lock files separately, as two processes do.
     # Without open-file-description locks (not Linux), each slot is a file of its own.
-    if not byte_locks:
-        monkeypatch.setattr(hosts, "OFD_SETLK", None)
+    if not byte:
+        monkeypatch.setattr(byte_locks, "OFD_SETLK", None)
     first, second = HostSlots(tmp_path, limit=2), HostSlots(tmp_path, limit=2)
     held = [first.try_acquire("a.example:80"), first.try_acquire("a.example:80")]
     assert all(slot is not None for slot in held)
@@ -142,8 +143,8 @@ def test_two_holders_of_one_folder_share_the_slots(
     assert again is not None and second.try_acquire("a.example:80") is None
     first.close()
     second.close()
-    assert (tmp_path / "slots.lock").exists() == byte_locks
-    assert (tmp_path / "a.example_80").is_dir() != byte_locks
+    assert (tmp_path / "slots.lock").exists() == byte
+    assert (tmp_path / "a.example_80").is_dir() != byte
 
 
 def test_more_slots_than_the_cap_are_refused(tmp_path: Path) -> None:

@@ -120,6 +120,31 @@ async def test_a_crash_after_a_local_step_redoes_it_but_not_the_request(
     assert requested.get("/page/1", 0) == 0  # the page was not fetched again
 
 
+async def test_a_failure_after_a_local_step_saves_and_reports_both_in_order(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    async def refuses(context: Context, status: StatusData) -> ExecutorResponse:
+        raise RuntimeError("nothing to parse")
+
+    reported: list[tuple[str, str, str]] = []
+
+    def on_step(result: StepResult) -> None:
+        on_disk = json.loads((tmp_path / "k.status.json").read_bytes())
+        saved = on_disk[f"{result.executor}_status"].split()[0]  # "ERROR RuntimeError::..."
+        reported.append((result.executor, result.outcome, saved))
+
+    tasks = {"k": {"url": site.url("/page/1")}}
+    await execute_async(
+        [builtin_scrape, builtin_validation, refuses], tmp_path, tasks, on_step=on_step
+    )
+
+    assert reported == [
+        ("scrape", "SUCCESS", "SUCCESS"),
+        ("validation", "SUCCESS", "SUCCESS"),  # saved with the failure, reported before it
+        ("refuses", "ERROR", "ERROR"),
+    ]
+
+
 async def test_bad_status_files_fail_only_their_own_task(
     site: LocalSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
