@@ -20,6 +20,9 @@ Here:
   checkpoint), only the shared lock every open WAL connection holds. Run shards are not held
   open: the webserver follows a run's events by watching its `.db` file, which only a
   checkpoint writes.
+  None is held across a fork (closed before, opened again when next asked for): SQLite's
+  locks belong to the process, so a child would take none of its own on the shard and the
+  parent's close would checkpoint and delete the WAL under the child's writes.
 - `is_stamped` skips `_initdb` for a shard whose `alembic_version` holds a revision: stock
   `_initdb` does nothing then either.
 - `ShardTemplate` creates a new shard as a copy of one that stock `_initdb` made in this
