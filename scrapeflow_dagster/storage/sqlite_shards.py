@@ -204,8 +204,12 @@ class ShardTemplate:
         self._lock = threading.Lock()
 
     def _template(self, stock_initdb: Callable[[Engine], None]) -> Path:
+        if self._dir is not None and not self._dir.is_dir():
+            self._dir = None  # removed under us (another PID namespace sharing the temp dir)
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="scrapeflow-shard-template-"))
+            _remove_templates_of_dead_processes()
+            prefix = f"{_TEMPLATE_PREFIX}{os.getpid()}-"
+            self._dir = Path(tempfile.mkdtemp(prefix=prefix))
             atexit.register(_remove_in, os.getpid(), self._dir)
         path = self._dir / "template.db"
         if not path.exists():
@@ -244,6 +248,34 @@ class ShardTemplate:
         """After a fork: the child makes a template of its own when it needs one."""
         self._dir = None
         self._lock = threading.Lock()
+
+
+# The template folder of process 1234: `<temp dir>/scrapeflow-shard-template-1234-<random>`.
+_TEMPLATE_PREFIX = "scrapeflow-shard-template-"
+
+
+def _remove_templates_of_dead_processes() -> None:
+    """Remove the template folders of processes that no longer run: a process killed outright
+    (SIGKILL, `os._exit`) never reaches its exit handler, and left one behind each time."""
+    parent = Path(tempfile.gettempdir())
+    try:
+        entries = list(parent.glob(f"{_TEMPLATE_PREFIX}*-*"))
+    except OSError:
+        return
+    for folder in entries:
+        pid = folder.name[len(_TEMPLATE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _remove_in(pid: int, folder: Path) -> None:

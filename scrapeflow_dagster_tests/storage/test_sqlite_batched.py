@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,6 +156,29 @@ def test_new_run_shards_are_the_ones_stock_dagster_makes(tmp_path: Path) -> None
         assert made["journal_mode"] == ("wal",) and made["revision"]
     assert len(shard_rows(tmp_path / "batched", third)) == 2
     assert [p.name for p in (tmp_path / "batched").iterdir() if p.name.endswith(".staged")] == []
+
+
+def test_new_shard_templates_remove_those_of_dead_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed outright never runs its exit handler: the next one to make a template
+    removes what such processes left, and nothing of a live one."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tmp_path / "temp" / f"scrapeflow-shard-template-{dead.pid}-abc123"
+    live = tmp_path / "temp" / f"scrapeflow-shard-template-{os.getppid()}-def456"
+    for folder in (left, live):
+        folder.mkdir()
+        (folder / "template.db").write_bytes(b"")
+    storage = BatchedSqliteEventLogStorage(str(tmp_path / "runs"))
+    storage.store_event(log_line(RUN))  # the first new run shard: the template is made
+    made = [p.name for p in (tmp_path / "temp").iterdir()]
+    storage.dispose()
+    assert not left.exists()
+    assert live.exists()
+    assert any(name.startswith(f"scrapeflow-shard-template-{os.getpid()}-") for name in made)
 
 
 def test_shard_connections_keep_sqlites_temporary_files_in_memory(
