@@ -24,6 +24,10 @@ from scrapeflow_dagster_tests.defs.test_daemon import (  # noqa: F401 (the daemo
 
 # Two runs' worth: fewer than three times the minimum per run, however many slots.
 TASKS = 2 * MIN_PARTITIONS_PER_SPLIT_RUN
+# The first task of each share answers this late, so that each run lasts at least this long:
+# two runs started one after the other cannot overlap by chance (500 quick pages can end
+# before the queue's next tick).
+SLOW_SECONDS = 4
 
 
 @pytest.mark.slow  # about 30 s: the daemon starts, ticks once, creates and starts the runs
@@ -34,7 +38,12 @@ def test_the_daemon_creates_one_range_run_per_share_of_a_large_inbox_file(
     tmp_path: Path,
 ) -> None:
     keys = [f"share-{n:05d}" for n in range(TASKS)]
-    lines = [f"{key},{site_thread.url(f'/page/{n % 200}?v={n}')}" for n, key in enumerate(keys)]
+
+    def url(n: int) -> str:
+        slow = n % MIN_PARTITIONS_PER_SPLIT_RUN == 0
+        return site_thread.url(f"/slow/{SLOW_SECONDS}?v={n}" if slow else f"/page/{n % 200}?v={n}")
+
+    lines = [f"{key},{url(n)}" for n, key in enumerate(keys)]
     assert "Started sensor" in daemon.cli("sensor", "start", "inbox_sensor")
     daemon.start()
     drop_into_inbox(layout, tmp_path, "large.csv", ["key,url", *lines])
