@@ -50,6 +50,8 @@ from dagster._core.storage.sqlite import create_db_conn_string
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
+from scrapeflow_dagster.engine.state.atomic import process_alive
+
 MAX_ENGINES = 32  # a long-lived process (the daemon, the webserver) reads many runs
 
 
@@ -264,18 +266,8 @@ def _remove_templates_of_dead_processes() -> None:
         return
     for folder in entries:
         pid = folder.name[len(_TEMPLATE_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _remove_in(pid: int, folder: Path) -> None:

@@ -91,6 +91,13 @@ class Runner:
         self.executors = list(executors)
         self.names = [executor_name(e) for e in executors]
         self.steps = list(zip(self.executors, self.names, strict=True))
+        # Per step: whether its status is saved with the next step's (see the module); every
+        # step after one that ran runs too, so a later step follows for sure.
+        last = len(self.executors) - 1
+        self.saved_later = [
+            position < last and is_reads_stored_only(executor)
+            for position, executor in enumerate(self.executors)
+        ]
         self.context = context
         self.on_step = on_step
         self.locks = locks
@@ -178,15 +185,13 @@ class Runner:
             upstream_ran = False
             # Outcomes of steps whose status is saved with the next step's (see the module).
             held: list[StepResult] = []
-            last = len(self.steps) - 1
             for position, (executor, name) in enumerate(self.steps):
                 # A step re-runs when forced, when it has not succeeded, or when a step before
                 # it ran again in this chain (its output would be stale otherwise).
                 if not (upstream_ran or self._is_forced(name)) and self._is_done(status, name):
                     self._emit(_skipped(key, name, status))
                     continue
-                # Every step after one that ran runs too: a later step follows for sure.
-                save_later = position < last and is_reads_stored_only(executor)
+                save_later = self.saved_later[position]
                 ok = await self._run_step(executor, name, key, status, started, held, save_later)
                 upstream_ran = True
                 started = _utcnow()

@@ -229,7 +229,7 @@ def sweep_stale_temp_files(directory: Path | str) -> int:
             if not (name.startswith(".") and name.endswith(".tmp")):
                 continue
             parts = name.rsplit(".", 3)  # .<target>.<pid>.<n>.tmp
-            if len(parts) != 4 or not parts[1].isdigit() or _alive(int(parts[1])):
+            if len(parts) != 4 or not parts[1].isdigit() or process_alive(int(parts[1])):
                 continue
             try:
                 os.unlink(entry.path)
@@ -239,7 +239,8 @@ def sweep_stale_temp_files(directory: Path | str) -> int:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
