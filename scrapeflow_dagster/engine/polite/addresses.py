@@ -10,7 +10,10 @@ Public tasks send every request (robots.txt included) through a session of their
 DNS cache off: each new connection is checked on the addresses its name resolves to when it is
 made (a name that resolves to a public address first and to an internal one later is still
 caught), and its keep-alive pool never holds a connection an intranet task opened. IP
-literals, which aiohttp never resolves, are checked before the request (`guarding`).
+literals, which aiohttp never resolves, are checked before the request (`guarding`), in every
+spelling a browser or the C library reads as an address (`literal_address`: `127.1`,
+`0x7f000001`, `0177.0.0.1`, `[::ffff:127.0.0.1]`, ...): aiohttp takes any all-digit host for
+a literal and hands it, unresolved, to `getaddrinfo`, which reads `127.1` as 127.0.0.1.
 
 Limits: a request through a proxy is resolved by the proxy (only literals are checked); a
 session you pass to `execute_async` yourself has no guarded resolver (literals only).
@@ -25,6 +28,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 import aiohttp
+from ada_url import URL as WhatwgURL
+from ada_url import HostType
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
@@ -34,15 +39,90 @@ IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+# 64:ff9b::/96 (RFC 6052): a NAT64 gateway forwards it to the IPv4 address in its last 32 bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# 100.64.0.0/10 (RFC 6598): carrier-grade NAT space, inside a provider's network. Python's
+# ipaddress calls it neither private nor global, so it needs a name of its own.
+_SHARED = ipaddress.IPv4Network("100.64.0.0/10")
+# The first that applies names the address: 240.0.0.0/4 is private too for ipaddress, but
+# "reserved" says what it is.
+_KINDS = ("loopback", "link_local", "multicast", "unspecified", "reserved", "private")
+# Characters that end a URL's host or belong to its user info: a host holding one is no literal
+# (and must not be read as `user@127.1`).
+_NOT_IN_HOST = frozenset("/\\?#@")
+
+
+def _embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 `address` reaches: IPv4-mapped (`::ffff:a.b.c.d`, the same
+    socket destination), NAT64 (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::`); None for
+    an IPv4 address or any other IPv6 one."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address.sixtofour
+
+
 def internal_kind(address: IpAddress) -> str | None:
-    """What makes `address` internal (`loopback`, `private`, ...), None for a global address."""
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        address = mapped
-    for kind in ("loopback", "link_local", "multicast", "unspecified", "private", "reserved"):
+    """What makes `address` internal, None for a global address.
+
+    An IPv6 address that carries an IPv4 one to where it is routed (IPv4-mapped, NAT64
+    `64:ff9b::/96`, 6to4 `2002::/16`) is what that IPv4 address is: `::ffff:127.0.0.1` and
+    `64:ff9b::7f00:1` are loopback, `64:ff9b::808:808` (DNS64's answer for 8.8.8.8 on an
+    IPv6-only network) is global.
+
+    Returns:
+        `loopback`, `link-local`, `multicast`, `unspecified`, `private` (10/8, 172.16/12,
+        192.168/16, fc00::/7, ...), `reserved`, `shared` (100.64/10), `non-global` (any other
+        address Python's `ipaddress` does not call global), or None.
+    """
+    embedded = _embedded_ipv4(address)
+    if embedded is not None:
+        return internal_kind(embedded)
+    for kind in _KINDS:
         if getattr(address, f"is_{kind}"):
             return kind.replace("_", "-")
+    if address in _SHARED:
+        return "shared"
     return None if address.is_global else "non-global"
+
+
+def literal_address(host: str) -> IpAddress | None:
+    """The address `host` names when it is an IP literal, None when it is a name.
+
+    IPv4 literals are read as browsers read them (the WHATWG URL Standard's host parser,
+    through `ada-url`): 1 to 4 dot-separated parts, each decimal, `0x` hexadecimal or
+    leading-`0` octal, the last filling the remaining bytes, a trailing dot allowed, after
+    percent-decoding and IDNA mapping (`127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1`,
+    `127.0.0.1.`, `%31%32%37.0.0.1`, full-width digits); the C library's `inet_aton` and
+    `getaddrinfo` read the same numeric forms (without the trailing dot or escapes). IPv6
+    literals may be bracketed and carry a zone id (`[fe80::1%25eth0]`, which is dropped). A
+    host that is no valid URL host (`1.2.3.4.5`, `256.1`) is no literal either.
+
+    Args:
+        host: a URL's host as given (yarl's `raw_host`, a redirect's host, ...).
+    """
+    text = host.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if ":" in text:
+        # Only IPv6 has colons (a host here never carries its port). `%25` is the URL spelling
+        # of the `%` starting a zone id, which names the interface, not the address.
+        try:
+            return ipaddress.IPv6Address(text.split("%", 1)[0])
+        except ValueError:
+            return None
+    if not text or _NOT_IN_HOST.intersection(text):
+        return None
+    try:
+        parsed = WhatwgURL(f"http://{text}/")
+    except ValueError:  # not a valid host: a browser refuses the URL, nothing is resolved
+        return None
+    if parsed.host_type != HostType.IPV4:
+        return None
+    return ipaddress.IPv4Address(parsed.hostname)
 
 
 def parse_networks(networks: Sequence[str]) -> tuple[IpNetwork, ...]:
@@ -60,13 +140,6 @@ def parse_networks(networks: Sequence[str]) -> tuple[IpNetwork, ...]:
                 f"allowed network {text!r} is not an IP network such as 10.1.0.0/16"
             ) from None
     return tuple(parsed)
-
-
-def _literal(host: str) -> IpAddress | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -94,14 +167,19 @@ class AddressGuard:
 
     def _refusal(self, address: IpAddress) -> str | None:
         kind = internal_kind(address)
-        if kind is None or any(address in network for network in self.allowed):
+        if kind is None:
+            return None
+        # An address whose kind is its embedded IPv4 address's is allowed with it too
+        # (`::ffff:127.0.0.1` with 127.0.0.0/8): the version mismatch would hide it from `in`.
+        reached = (address, _embedded_ipv4(address))
+        if any(a is not None and a in network for a in reached for network in self.allowed):
             return None
         return kind
 
     async def is_internal_host(self, host: str) -> bool:
         """Whether `host` (a task's own) is, or resolves to, an internal address (one resolution
         per host and run; a name that does not resolve counts as public)."""
-        literal = _literal(host)
+        literal = literal_address(host)
         if literal is not None:
             return internal_kind(literal) is not None
         if host not in self._internal_hosts:
@@ -128,12 +206,15 @@ class AddressGuard:
         if not self.enabled or task_internal:
             yield
             return
-        literal = _literal(host)
+        literal = literal_address(host)
         if literal is not None:
             kind = self._refusal(literal)
             if kind is not None:
+                spelled = (
+                    str(literal) if host.strip("[]") == str(literal) else f"{host} ({literal})"
+                )
                 raise AddressRefusedError(
-                    f"{what}: {literal} is a {kind} address, refused for a task whose URL is "
+                    f"{what}: {spelled} is a {kind} address, refused for a task whose URL is "
                     "public (address guard)"
                 )
         token = _current.set(_Scope(host, what))
