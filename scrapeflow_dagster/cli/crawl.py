@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapeflow_dagster.cli import common, materialize
+from scrapeflow_dagster.cli.location_settings import gate_settings
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
@@ -106,18 +107,35 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if not args.files and not args.sitemap:
         raise common.UsageError("give seed files, --sitemap URL, or both")
     layout = common.layout(args).ensure()
-    found = sitemap_seeds(args.files, args.sitemap, robots=args.robots_sitemaps)
+    settings, proxies = gate_settings(args.module)
+    found = sitemap_seeds(
+        layout,
+        args.files,
+        args.sitemap,
+        robots=args.robots_sitemaps,
+        settings=settings,
+        proxy_provider=proxies,
+    )
     for problem in found.problems:
         print(f"sitemap: {problem}", file=sys.stderr)
     if found.files:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(found.skipped.items()))
         print(
             f"sitemaps: {common.plural(found.files, 'file')} read, "
-            f"{common.plural(len(found.items), 'page')} ({len(found.dated)} with lastmod)",
+            f"{common.plural(len(found.items), 'page')} ({len(found.dated)} with lastmod)"
+            + (f"; skipped: {skipped}" if skipped else ""),
             flush=True,
         )
     sources: list[Iterable[Item]] = [read_task_file(Path(name)) for name in args.files]
     # Their DuckDB rows wait in the spool: the crawl syncs as it ends (`run_crawl`).
-    added = add_seeds(layout, [*sources, found.items], options, dated=found.dated, sync=False)
+    added = add_seeds(
+        layout,
+        [*sources, found.items],
+        options,
+        dated=found.dated,
+        frontier=found.rows,
+        sync=False,
+    )
     for error in added.errors:
         print(f"refused: {error}", file=sys.stderr)
     if added.regrown:

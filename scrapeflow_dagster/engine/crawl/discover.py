@@ -35,6 +35,13 @@ from scrapeflow_dagster.engine.crawl.scope import (
     identify,
 )
 from scrapeflow_dagster.engine.errors import StatusFileError
+from scrapeflow_dagster.engine.gate.trust import (
+    FROM_LINK,
+    INTRANET_PAGE,
+    PUBLIC,
+    inherited_trust,
+    learned,
+)
 from scrapeflow_dagster.engine.history import FrontierRow, Ledger
 from scrapeflow_dagster.engine.polite.robots import RobotsRules, cached_rules
 from scrapeflow_dagster.engine.settings import ScrapeSettings
@@ -60,6 +67,7 @@ from scrapeflow_dagster.engine.tasks.keys import (
 logger = logging.getLogger(__name__)
 
 PAGES_EXECUTOR = "pages"
+SCRAPE_EXECUTOR = "scrape"
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,7 @@ class Parent:
     seed_host: str  # the host of its own URL (the seed's, within host scope)
     settings: CrawlSettings
     links: tuple[str, ...]
+    trust: str = PUBLIC  # what its links inherit (`gate.trust`)
 
     @property
     def crawl(self) -> str:
@@ -106,8 +115,10 @@ def discover(
 
     Keys whose page is not parsed (yet) are left for a later call; tasks that are not part of
     a crawl (`max_depth` 0 and no `crawl`) are marked without a row. New tasks get the crawl
-    settings of their parent with `depth` + 1, `parent` and `crawl`. Batches left unapplied by
-    a killed discovery are applied first.
+    settings of their parent with `depth` + 1, `parent` and `crawl`, and the trust the parent's
+    page hands its links (`gate.trust`: public unless `scrape` fetched it from an internal
+    address for an intranet task). Batches left unapplied by a killed discovery are applied
+    first.
 
     Args:
         layout: the data dir (status files, the frontier's files).
@@ -179,7 +190,10 @@ def _read_parents(
             not_crawled.append(key)
             continue
         links = output_of(status, executor).get("links") or []
-        parents.append(Parent(key, own.host, settings, tuple(links)))
+        # Only a page `scrape` fetched from an internal address on an intranet route hands
+        # its links that trust; any other page's links must be public.
+        intranet = output_of(status, SCRAPE_EXECUTOR).get(INTRANET_PAGE) is True
+        parents.append(Parent(key, own.host, settings, tuple(links), inherited_trust(intranet)))
     return parents, not_crawled
 
 
@@ -331,9 +345,12 @@ def _plan(
         crawl = parent.crawl
         child_depth = parent.settings.depth + 1
         budget = parent.settings.max_pages
-        inherited = dataclasses.replace(
-            parent.settings, depth=child_depth, parent=parent.key, crawl=crawl
-        ).as_params()
+        inherited = {
+            **dataclasses.replace(
+                parent.settings, depth=child_depth, parent=parent.key, crawl=crawl
+            ).as_params(),
+            **learned(parent.trust, FROM_LINK),
+        }
         # What every row of this parent's links shares.
         common = {
             "crawl": crawl,

@@ -5,6 +5,7 @@ kept for refresh decisions. What `scrapeflow crawl` does before its rounds; it o
 
 import asyncio
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,11 +14,16 @@ from typing import Any
 
 from scrapeflow_dagster.engine.crawl.journal import note_lastmods
 from scrapeflow_dagster.engine.crawl.regrow import regrow
-from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
-from scrapeflow_dagster.engine.history import Ledger
+from scrapeflow_dagster.engine.crawl.sitemaps import LISTED, SitemapReading, read_sitemaps
+from scrapeflow_dagster.engine.gate.opening import open_gate
+from scrapeflow_dagster.engine.gate.trust import FROM_SITEMAP, learned
+from scrapeflow_dagster.engine.history import FrontierRow, Ledger
+from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import normalise_crawl_params
+from scrapeflow_dagster.engine.state.schema import utc_now
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import (
     Item,
@@ -45,36 +51,76 @@ class SitemapSeeds:
     dated: list[tuple[str, datetime]] = field(default_factory=list)  # (key, lastmod, UTC)
     files: int = 0  # sitemap files read
     problems: list[str] = field(default_factory=list)  # files that could not be read, by URL
+    # Every URL a sitemap gave and what became of it, for the `frontier` table.
+    rows: list[FrontierRow] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> Counter[str]:
+        """Entries not followed, by outcome (`other_host`, `refused_address`)."""
+        return Counter(row.outcome for row in self.rows if row.outcome != LISTED)
 
 
 def sitemap_seeds(
+    layout: DataLayout,
     files: Sequence[str],
     sitemaps: Sequence[str],
     *,
     robots: bool,
     settings: ScrapeSettings | None = None,
+    proxy_provider: ProxyProvider | None = None,
 ) -> SitemapSeeds:
     """The pages of `sitemaps` and (with `robots`) of those the robots.txt of the seeds of the
-    task files `files` announce, each as the sitemap writes its URL."""
-    seed_urls: list[str] = []
+    task files `files` announce, each as the sitemap writes its URL, with the trust it
+    inherits (`gate.trust`); every file fetched through the gate of the runs over `layout`
+    (their robots.txt cache, host slots, `settings` and proxies)."""
+    seeds: list[dict[str, Any]] = []
     if robots:
         for name in files:
-            seed_urls += [
-                i.params["url"] for i in read_task_file(Path(name)) if isinstance(i, TaskSpec)
-            ]
+            seeds += [i.params for i in read_task_file(Path(name)) if isinstance(i, TaskSpec)]
     found = SitemapSeeds()
-    if not sitemaps and not seed_urls:
+    if not sitemaps and not seeds:
         return found
-    reading = asyncio.run(read_sitemaps(sitemaps, robots_of=seed_urls, settings=settings))
+    reading = asyncio.run(
+        _read(layout, sitemaps, seeds, settings or ScrapeSettings(), proxy_provider)
+    )
     found.files, found.problems = len(reading.files), list(reading.problems)
+    now = utc_now()
     for line, page in enumerate(reading.pages, start=1):
-        item = build_task({"url": page.url}, Path(page.sitemap), line)
+        params = {"url": page.url, **learned(page.trust, FROM_SITEMAP)}
+        item = build_task(params, Path(page.sitemap), line)
         found.items.append(item)
-        if isinstance(item, TaskSpec) and page.lastmod is not None:
+        if not isinstance(item, TaskSpec):
+            continue
+        found.rows.append(_row(page.url, page.sitemap, LISTED, item.key, now))
+        if page.lastmod is not None:
             # A date without a zone is taken as UTC (the sitemaps protocol's W3C format).
             when = page.lastmod
             found.dated.append((item.key, when if when.tzinfo else when.replace(tzinfo=UTC)))
+    found.rows += [_row(s.url, s.sitemap, s.outcome, None, now) for s in reading.skipped]
     return found
+
+
+async def _read(
+    layout: DataLayout,
+    sitemaps: Sequence[str],
+    seeds: Sequence[dict[str, Any]],
+    settings: ScrapeSettings,
+    proxy_provider: ProxyProvider | None,
+) -> SitemapReading:
+    async with open_gate(layout.status_dir, settings, proxy_provider=proxy_provider) as context:
+        return await read_sitemaps(context, sitemaps, robots_of=seeds)
+
+
+def _row(url: str, sitemap: str, outcome: str, key: str | None, now: datetime) -> FrontierRow:
+    return FrontierRow(
+        crawl=key,
+        parent=redact(sitemap),
+        url=url,
+        depth=0,
+        outcome=outcome,
+        child=key,
+        discovered_at=now,
+    )
 
 
 @dataclass
@@ -93,11 +139,13 @@ def add_seeds(
     options: dict[str, Any],
     *,
     dated: Sequence[tuple[str, datetime]] = (),
+    frontier: Sequence[FrontierRow] = (),
     sync: bool = True,
 ) -> AddedSeeds:
     """Store the seeds of `sources` with the crawl `options` (where a line sets none); a stored
     seed (or discovered page) given other crawl settings takes them, and its crawl grows in
-    place (`regrow`). The sitemaps' `dated` pages are noted for `scrapeflow refresh`.
+    place (`regrow`). The sitemaps' `dated` pages are noted for `scrapeflow refresh`, and
+    what became of their entries (`frontier`) recorded for DuckDB.
 
     Args:
         sync: ingest their DuckDB rows now; False leaves them in the spool for the next sync
@@ -115,6 +163,8 @@ def add_seeds(
             errors += report.errors
             keys += report.keys
             updated += report.updated
+        for row in frontier:
+            ledger.record_frontier(row)
         updated = list(dict.fromkeys(updated))
         reopened = regrow(layout, updated, ledger=ledger) if updated else []
     finally:

@@ -1,133 +1,261 @@
 """Sitemaps as seeds: `sitemap.xml` files (index files followed, gzip read) and the `Sitemap:`
-lines of robots.txt, parsed by `ultimate-sitemap-parser` (XML, text and feed sitemaps); the
-fetching is ours (this project's User-Agent, a body cap, one request at a time).
+lines of robots.txt, parsed by `ultimate-sitemap-parser` (XML, text and feed sitemaps).
+
+Every file, and every robots.txt asked, is fetched through the gate (`engine.gate`), as a
+task's page is: the address guard, robots.txt, host slots and delays, redirects checked hop by
+hop, the body cap, the proxy. Each URL a sitemap gives inherits the trust of what gave it
+(`gate.trust`): a sitemap fetched from a public address lists public pages only, so an entry
+or child on an internal address is refused (`refused_address`).
+
+The sitemaps.org host rule: the entries and child sitemaps of a file must be on its own origin,
+unless the robots.txt of the entry's origin announces the file (or an index above it):
+cross-submission. The others are skipped (`other_host`), never fetched.
 """
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import aiohttp
-from protego import Protego
 from yarl import URL
 
+from scrapeflow_dagster.engine.errors import AddressRefusedError, ScrapeError
+from scrapeflow_dagster.engine.gate.fetch import fetch
+from scrapeflow_dagster.engine.gate.route import route_of
+from scrapeflow_dagster.engine.gate.trust import PUBLIC, TRUST, inherited_trust
+from scrapeflow_dagster.engine.polite.addresses import GuardedResolver
+from scrapeflow_dagster.engine.polite.robots import origin_of
 from scrapeflow_dagster.engine.redact import redact
-from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.run.context import Context
 from scrapeflow_dagster.engine.tasks.urls import request_url
 
 # Index files may nest; a site's sitemaps are read up to this many files in all.
 MAX_SITEMAPS = 1000
 _GZIP_MAGIC = b"\x1f\x8b"
+# What happened to a URL a sitemap gave (beside the frontier's outcomes, `crawl.scope`).
+LISTED = "added"  # a page: it becomes a seed (or is one already)
+OTHER_HOST = "other_host"  # on another origin, not cross-submitted: skipped
+REFUSED_ADDRESS = "refused_address"  # on an internal address, learned from a public source
 
 
 @dataclass(frozen=True)
 class SitemapPage:
-    """A page a sitemap lists: its URL as written there and its `lastmod`, if any."""
+    """A page a sitemap lists: its URL as written there, its `lastmod`, the sitemap that
+    listed it and the trust it inherits (`gate.trust`)."""
 
     url: str
     lastmod: datetime | None
     sitemap: str  # the sitemap file that listed it
+    trust: str = PUBLIC
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A URL a sitemap (or robots.txt) gave that is not followed, and why."""
+
+    url: str
+    sitemap: str  # the file (or robots.txt) that gave it
+    outcome: str  # OTHER_HOST or REFUSED_ADDRESS
+    reason: str
 
 
 @dataclass
 class SitemapReading:
-    """What reading some sitemaps found: pages, the files read, and the problems met."""
+    """What reading some sitemaps found: pages, the files read, what was skipped, and the
+    problems met."""
 
     pages: list[SitemapPage] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _File:
+    """A sitemap file to read: its URL, its trust (None: given by the user, its URL decides),
+    the files above it (index files) and the origins it may list."""
+
+    url: str
+    trust: str | None
+    above: tuple[str, ...]
+    origins: frozenset[str]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The params it is fetched with (those of a task of its trust)."""
+        return {"url": self.url, **({TRUST: self.trust} if self.trust else {})}
+
+
+class _Reader:
+    """One reading: the queue of files, the answers of robots.txt files asked for
+    cross-submission, the hosts the guard already judged."""
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.reading = SitemapReading()
+        self.queue: list[_File] = []
+        self.seen: set[str] = set()
+        self._announced: dict[str, frozenset[str]] = {}  # origin -> sitemaps its robots.txt names
+        self._refused: dict[str, str | None] = {}  # host -> why the guard refuses it
+
+    async def announced_by(self, url: URL, params: Mapping[str, Any]) -> frozenset[str]:
+        """The sitemaps robots.txt of `url`'s origin announces, read through the gate with the
+        trust of `params` (nothing when it cannot be read)."""
+        origin = origin_of(url)
+        if origin in self._announced:
+            return self._announced[origin]
+        polite, found = self.context.polite, frozenset[str]()
+        if polite is not None:
+            try:
+                route = await route_of(self.context, url, params)
+                with route.guarding(url, f"robots.txt of {redact(origin)}"):
+                    rules = await polite.load(route.session, url, guarding=route.guarding)
+                if rules.parser is not None:
+                    found = frozenset(rules.parser.sitemaps)
+            except (ScrapeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                self.reading.problems.append(f"robots.txt of {redact(origin)}: {_why(exc)}")
+        self._announced[origin] = found
+        return found
+
+    async def refusal(self, url: URL, trust: str) -> str | None:
+        """Why the guard refuses `url` to a source of `trust` (None: it may be fetched). A
+        name is resolved as the guarded session resolves it, once per host and reading."""
+        guard = self.context.guard
+        if trust != PUBLIC or guard is None or not guard.enabled:
+            return None
+        host = url.raw_host or ""
+        if host not in self._refused:
+            why: str | None = None
+            try:
+                with guard.guarding(host, task_internal=False, what=redact(str(url))):
+                    await GuardedResolver(guard).resolve(host, url.port or 0)
+            except AddressRefusedError as exc:
+                why = str(exc)
+            except OSError:
+                why = None  # does not resolve: its request fails on its own
+            self._refused[host] = why
+        return self._refused[host]
+
+    async def judge(
+        self, file: _File, raw: str, trust: str, *, host_rule: bool = True
+    ) -> URL | None:
+        """`raw` (an entry or child of `file`, learned with `trust`) as the URL to request, or
+        None when it is skipped (recorded): refused by the guard, or (`host_rule`) on another
+        origin than `file`'s and not cross-submitted by its own robots.txt."""
+        try:
+            url = request_url(raw)
+        except ValueError:
+            self.reading.problems.append(f"{redact(file.url)}: {redact(raw)!r} is not a URL")
+            return None
+        why = await self.refusal(url, trust)
+        if why is not None:
+            self.reading.skipped.append(Skipped(raw, file.url, REFUSED_ADDRESS, why))
+            return None
+        if host_rule and origin_of(url) not in file.origins:
+            # Cross-submission: robots.txt of the entry's origin announces this file or one
+            # above it. That robots.txt is asked with the entry's trust.
+            announced = await self.announced_by(url, {"url": str(url), TRUST: trust})
+            if not any(name in announced for name in (file.url, *file.above)):
+                reason = f"not on {', '.join(sorted(file.origins))} and not cross-submitted"
+                self.reading.skipped.append(Skipped(raw, file.url, OTHER_HOST, reason))
+                return None
+        return url
+
+    async def read(self, file: _File) -> None:
+        """Fetch and parse one file; queue its children, keep its pages."""
+        try:
+            fetched = await fetch(self.context, file.params)
+            cap = self.context.settings.max_body_bytes
+            body = fetched.body
+            data = _gunzip(body, cap) if body.startswith(_GZIP_MAGIC) else body
+        except (ScrapeError, ValueError) as exc:
+            self.reading.problems.append(f"{redact(file.url)}: {_why(exc)}")
+            return
+        self.reading.files.append(file.url)
+        trust = inherited_trust(fetched.intranet)
+        # Imported here, once a sitemap is read: usp (and requests below it) takes ~0.1 s,
+        # which a crawl of a site without sitemaps would pay at its start.
+        from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
+        from usp.tree import sitemap_from_str
+
+        parsed = sitemap_from_str(data.decode("utf-8", "replace"))
+        if isinstance(parsed, AbstractIndexSitemap):
+            for sub in parsed.sub_sitemaps:
+                url = await self.judge(file, sub.url, trust)
+                if url is not None and sub.url not in self.seen:
+                    origins = file.origins | {origin_of(url)}
+                    self.queue.append(_File(sub.url, trust, (*file.above, file.url), origins))
+        elif isinstance(parsed, AbstractPagesSitemap):
+            for page in parsed.pages:
+                if await self.judge(file, page.url, trust) is not None:
+                    self.reading.pages.append(
+                        SitemapPage(page.url, page.last_modified, file.url, trust)
+                    )
+        else:
+            self.reading.problems.append(f"{redact(file.url)}: not a sitemap")
 
 
 async def read_sitemaps(
+    context: Context,
     sitemaps: Sequence[str],
     *,
-    robots_of: Sequence[str] = (),
-    settings: ScrapeSettings | None = None,
+    robots_of: Sequence[Mapping[str, Any]] = (),
     max_sitemaps: int = MAX_SITEMAPS,
 ) -> SitemapReading:
-    """Fetch and parse `sitemaps`, and those the robots.txt of each of the origins of
-    `robots_of` (seed URLs) announce; index files are followed (each file once).
+    """Fetch and parse `sitemaps` (given by the user: their own URL decides their trust) and
+    those the robots.txt of the origin of each seed of `robots_of` (task params) announces;
+    index files are followed (each file once), everything through the gate of `context`
+    (`gate.opening.open_gate`).
 
     A file that cannot be fetched or parsed is a problem of the reading, named by URL; it
-    never stops the others.
+    never stops the others. Entries and children that break the host rule or the guard are
+    `skipped`, never fetched.
     """
-    settings = settings or ScrapeSettings()
-    reading = SitemapReading()
-    timeout = aiohttp.ClientTimeout(total=settings.request_timeout_seconds)
-    headers = {"User-Agent": settings.user_agent}
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
-        queue = list(dict.fromkeys(sitemaps))
-        for origin in dict.fromkeys(_origin(url) for url in robots_of):
-            queue += await _announced(session, origin, settings, reading)
-        seen: set[str] = set()
-        while queue and len(seen) < max_sitemaps:
-            url = queue.pop(0)
-            if url in seen:
-                continue
-            seen.add(url)
-            text = await _fetch_text(session, url, settings, reading)
-            if text is None:
-                continue
-            reading.files.append(url)
-            # Imported here, once a sitemap is read: usp (and requests below it) takes
-            # ~0.1 s, which a crawl of a site without sitemaps would pay at its start.
-            from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
-            from usp.tree import sitemap_from_str
-
-            parsed = sitemap_from_str(text)
-            if isinstance(parsed, AbstractIndexSitemap):
-                queue += [sub.url for sub in parsed.sub_sitemaps if sub.url not in seen]
-            elif isinstance(parsed, AbstractPagesSitemap):
-                reading.pages += [
-                    SitemapPage(page.url, page.last_modified, url) for page in parsed.pages
-                ]
-            else:
-                reading.problems.append(f"{redact(url)}: not a sitemap")
-        if queue:
-            reading.problems.append(f"more than {max_sitemaps} sitemap files: the rest unread")
-    return reading
+    reader = _Reader(context)
+    for url in dict.fromkeys(sitemaps):
+        try:
+            origin = origin_of(request_url(url))
+        except ValueError:
+            reader.reading.problems.append(f"{redact(url)!r} is not a URL")
+            continue
+        reader.queue.append(_File(url, None, (), frozenset({origin})))
+    for params in robots_of:
+        await _queue_announced(reader, params)
+    while reader.queue and len(reader.seen) < max_sitemaps:
+        file = reader.queue.pop(0)
+        if file.url in reader.seen:
+            continue
+        reader.seen.add(file.url)
+        await reader.read(file)
+    if reader.queue:
+        reader.reading.problems.append(f"more than {max_sitemaps} sitemap files: the rest unread")
+    return reader.reading
 
 
-def _origin(url: str) -> str:
-    parsed = URL(url)
-    return f"{parsed.scheme}://{parsed.raw_authority}"
-
-
-async def _announced(
-    session: aiohttp.ClientSession, origin: str, settings: ScrapeSettings, reading: SitemapReading
-) -> list[str]:
-    """The sitemaps robots.txt of `origin` announces (none when it has none or is missing)."""
-    text = await _fetch_text(session, f"{origin}/robots.txt", settings, reading, quiet=True)
-    return list(Protego.parse(text).sitemaps) if text else []
-
-
-async def _fetch_text(
-    session: aiohttp.ClientSession,
-    url: str,
-    settings: ScrapeSettings,
-    reading: SitemapReading,
-    *,
-    quiet: bool = False,
-) -> str | None:
-    """The body of `url` as text (gunzipped when it is gzip), None on any failure (noted in
-    `reading` unless `quiet`)."""
-    cap = settings.max_body_bytes
+async def _queue_announced(reader: _Reader, seed: Mapping[str, Any]) -> None:
+    """Queue the sitemaps the robots.txt of `seed`'s origin announces, with the trust of the
+    seed's page: public unless the seed is an intranet task on an internal address. A
+    robots.txt may announce sitemaps on any host (that is how they are cross-submitted): only
+    the guard judges them; the host rule applies to what they list."""
     try:
-        async with session.get(request_url(url)) as response:
-            if response.status != 200:
-                raise ValueError(f"HTTP response {response.status}")
-            body = bytearray()
-            async for chunk in response.content.iter_chunked(64 * 1024):
-                body += chunk
-                if len(body) > cap:
-                    raise ValueError(f"body is over the cap of {cap} bytes")
-        data = _gunzip(bytes(body), cap) if body.startswith(_GZIP_MAGIC) else bytes(body)
-        return data.decode("utf-8", "replace")
-    except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
-        if not quiet:
-            reading.problems.append(f"{redact(url)}: {redact(str(exc)) or type(exc).__name__}")
-        return None
+        url = request_url(str(seed.get("url")))
+        route = await route_of(reader.context, url, seed)
+    except ValueError as exc:
+        reader.reading.problems.append(f"seed {redact(str(seed.get('url')))!r}: {exc}")
+        return
+    trust = inherited_trust(await route.reached_intranet(url))
+    robots = _File(f"{origin_of(url)}/robots.txt", trust, (), frozenset({origin_of(url)}))
+    for announced in sorted(await reader.announced_by(url, seed)):
+        target = await reader.judge(robots, announced, trust, host_rule=False)
+        if target is not None:
+            origins = frozenset({origin_of(url), origin_of(target)})
+            reader.queue.append(_File(announced, trust, (), origins))
+
+
+def _why(exc: BaseException) -> str:
+    return redact(str(exc)) or type(exc).__name__
 
 
 def _gunzip(body: bytes, cap: int) -> bytes:

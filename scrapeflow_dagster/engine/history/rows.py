@@ -135,8 +135,20 @@ class PageRow:
         )
 
 
+# `other_host` and `refused_address` are a sitemap's entries (`crawl.sitemaps`): on another
+# origin and not cross-submitted; on an internal address while learned from a public source.
 FRONTIER_OUTCOMES = frozenset(
-    {"added", "known", "out_of_scope", "too_deep", "denied", "over_budget", "disallowed"}
+    {
+        "added",
+        "known",
+        "out_of_scope",
+        "too_deep",
+        "denied",
+        "over_budget",
+        "disallowed",
+        "other_host",
+        "refused_address",
+    }
 )
 
 
@@ -145,8 +157,8 @@ class FrontierRow:
     """One link a parsed page revealed, and what discovery did with it (table `frontier`,
     one row per parent and URL: the first outcome recorded stays)."""
 
-    crawl: str  # the seed's key
-    parent: str  # the key of the page that links here
+    crawl: str | None  # the seed's key (None: a sitemap entry that became no task)
+    parent: str  # the key of the page that links here (or the URL of the sitemap listing it)
     url: str  # as the page links it, resolved against the page's base URL
     depth: int  # hops from the seed the child has (or would have)
     outcome: str  # one of FRONTIER_OUTCOMES

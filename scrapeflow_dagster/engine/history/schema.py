@@ -64,7 +64,9 @@ CREATE TABLE IF NOT EXISTS frontier (
     url VARCHAR NOT NULL,  -- as the page links it (resolved): what is requested
     canonical_url VARCHAR,  -- the form de-duplication compares
     depth INTEGER,
-    outcome VARCHAR,  -- added | known | out_of_scope | too_deep | denied | over_budget | disallowed
+    -- added | known | out_of_scope | too_deep | denied | over_budget | disallowed, and for a
+    -- sitemap's entries (`parent` the sitemap's URL) other_host | refused_address
+    outcome VARCHAR,
     discovered_at TIMESTAMP,
     PRIMARY KEY (parent, url)
 );

@@ -7,7 +7,13 @@ from yarl import URL
 
 from scrapeflow_dagster.engine.errors import DisallowedError, RobotsUnavailableError
 from scrapeflow_dagster.engine.polite.hosts import HostSlots, Slot, WaitGuard
-from scrapeflow_dagster.engine.polite.robots import ROBOTS_DIR, RobotsCache, RobotsRules, origin_of
+from scrapeflow_dagster.engine.polite.robots import (
+    ROBOTS_DIR,
+    Guarding,
+    RobotsCache,
+    RobotsRules,
+    origin_of,
+)
 from scrapeflow_dagster.engine.settings import PoliteSettings
 
 
@@ -60,8 +66,10 @@ class Politeness:
         *,
         proxy: str | None = None,
         verify_tls: bool = True,
+        guarding: Guarding | None = None,
     ) -> None:
-        """Make sure robots.txt lets us fetch `url`; its rules are loaded on first use.
+        """Make sure robots.txt lets us fetch `url`; its rules are loaded on first use, through
+        `session`, each redirect hop checked by `guarding` (the request's address guard).
 
         Raises:
             DisallowedError: robots.txt disallows `url` for our User-Agent.
@@ -75,7 +83,9 @@ class Politeness:
         origin = origin_of(url)
         rules = self.robots.known(origin)
         if rules is None:
-            rules = await self._load(session, url, origin, proxy, verify_tls)
+            rules = await self.load(
+                session, url, proxy=proxy, verify_tls=verify_tls, guarding=guarding
+            )
         if not rules.allows(str(url), self.user_agent):
             if rules.unreachable is not None:
                 raise RobotsUnavailableError(
@@ -84,16 +94,24 @@ class Politeness:
                 )
             raise DisallowedError(f"robots.txt of {origin} disallows {url.path} for our User-Agent")
 
-    async def _load(
+    async def load(
         self,
         session: aiohttp.ClientSession,
         url: URL,
-        origin: str,
-        proxy: str | None,
-        verify_tls: bool,
+        *,
+        proxy: str | None = None,
+        verify_tls: bool = True,
+        guarding: Guarding | None = None,
     ) -> RobotsRules:
-        assert self.robots is not None
-        rules = await self.robots.rules(session, origin, proxy=proxy, verify_tls=verify_tls)
+        """The robots.txt rules of `url`'s origin (cached, else fetched as `check` fetches
+        them); its `Crawl-delay` noted for the host. Without `respect_robots_txt`, no rules.
+        """
+        if self.robots is None:
+            return RobotsRules(None, None)
+        origin = origin_of(url)
+        rules = await self.robots.rules(
+            session, origin, proxy=proxy, verify_tls=verify_tls, guarding=guarding
+        )
         host = host_of(url)
         delay = rules.crawl_delay_seconds(self.user_agent)
         if delay is not None and delay > self._base_delay:

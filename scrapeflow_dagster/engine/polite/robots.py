@@ -19,7 +19,7 @@ import fcntl
 import logging
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,10 +34,17 @@ from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.settings import PoliteSettings
 from scrapeflow_dagster.engine.state.atomic import write_json_atomic
 from scrapeflow_dagster.engine.state.schema import parse_stamp, stamp, utc_now
+from scrapeflow_dagster.engine.tasks.urls import request_url, resolve_link
 
 logger = logging.getLogger(__name__)
 
 _LOCK_POLL_SECONDS = 0.02
+# RFC 9309, 2.3.1.2: crawlers follow at least five consecutive redirects for robots.txt.
+MAX_ROBOTS_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# The address guard's scope for a request to a URL (`gate.route.Route.guarding`): each
+# redirect hop of robots.txt passes it, as every hop of a page does.
+Guarding = Callable[[URL, str], contextlib.AbstractContextManager[None]]
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 # Under a run's status dir: a leading dot keeps it out of status scans.
 POLITE_DIR = ".polite"
@@ -146,7 +153,7 @@ class RobotsCache:
         self._rules: dict[str, RobotsRules] = {}
         # Loads under way, by origin and TLS verification: a task that verifies certificates
         # must not get the failure of one that does not, nor the other way round.
-        self._loading: dict[tuple[str, bool], asyncio.Task[RobotsRules]] = {}
+        self._loading: dict[tuple[str, bool, int], asyncio.Task[RobotsRules]] = {}
         self.fetches = 0  # robots.txt requests this cache sent (for tests and reports)
 
     def known(self, origin: str) -> RobotsRules | None:
@@ -160,23 +167,36 @@ class RobotsCache:
         *,
         proxy: str | None = None,
         verify_tls: bool = True,
+        guarding: Guarding | None = None,
     ) -> RobotsRules:
-        """The rules of `origin`: from this run's memory, the disk cache, or a fetch.
+        """The rules of `origin`: from this run's memory, the disk cache, or a fetch through
+        `session` (each redirect hop checked by `guarding`, when given).
 
-        Concurrent callers for one origin share one load; a caller cancelled meanwhile (its
-        step timed out) does not cancel the load the others wait for.
+        Concurrent callers for one origin and session share one load; a caller cancelled
+        meanwhile (its step timed out) does not cancel the load the others wait for.
         """
         known = self._rules.get(origin)
         if known is not None:
             return known
-        task = self._loading.get((origin, verify_tls))
+        # By session too: a guarded route must not get the refusal (or the answer) of an
+        # intranet route's load, nor the other way round.
+        loading = (origin, verify_tls, id(session))
+        task = self._loading.get(loading)
         if task is None:
-            task = asyncio.ensure_future(self._load(session, origin, proxy, verify_tls))
-            self._loading[origin, verify_tls] = task
+            task = asyncio.ensure_future(
+                self._load(session, origin, proxy, verify_tls, guarding, loading)
+            )
+            self._loading[loading] = task
         return await asyncio.shield(task)
 
     async def _load(
-        self, session: aiohttp.ClientSession, origin: str, proxy: str | None, verify_tls: bool
+        self,
+        session: aiohttp.ClientSession,
+        origin: str,
+        proxy: str | None,
+        verify_tls: bool,
+        guarding: Guarding | None,
+        loading: tuple[str, bool, int],
     ) -> RobotsRules:
         try:
             path = self._dir / f"{_file_stem(origin)}.json"
@@ -185,12 +205,12 @@ class RobotsCache:
                 async with self._origin_lock(path.with_suffix(".lock")):
                     # Another process may have fetched it while we waited for the lock.
                     rules = self._read_fresh(path) or await self._fetch(
-                        session, origin, proxy, verify_tls, path
+                        session, origin, proxy, verify_tls, path, guarding
                     )
             self._rules[origin] = rules
             return rules
         finally:
-            self._loading.pop((origin, verify_tls), None)
+            self._loading.pop(loading, None)
 
     def _read_fresh(self, path: Path) -> RobotsRules | None:
         cached = _read_cache(path)
@@ -220,6 +240,7 @@ class RobotsCache:
         proxy: str | None,
         verify_tls: bool,
         path: Path,
+        guarding: Guarding | None,
     ) -> RobotsRules:
         self.fetches += 1
         # Fetching robots.txt is a request to the host like any other: it takes a slot.
@@ -228,7 +249,9 @@ class RobotsCache:
             host = origin.split("://", 1)[1]
             slot = await hosts.acquire(host, delay_seconds=self._settings.per_host_delay_seconds)
         try:
-            status, body, reason = await self._download(session, origin, proxy, verify_tls)
+            status, body, reason = await self._download(
+                session, origin, proxy, verify_tls, guarding
+            )
         finally:
             if hosts is not None and slot is not None:
                 hosts.release(slot)
@@ -245,32 +268,29 @@ class RobotsCache:
         return RobotsRules(None, status, unreachable=reason)
 
     async def _download(
-        self, session: aiohttp.ClientSession, origin: str, proxy: str | None, verify_tls: bool
+        self,
+        session: aiohttp.ClientSession,
+        origin: str,
+        proxy: str | None,
+        verify_tls: bool,
+        guarding: Guarding | None,
     ) -> tuple[int | None, str | None, str]:
-        """`(status, body, reason)`: the answer, or None and why there was none."""
-        cap = self._settings.robots_max_bytes
+        """`(status, body, reason)`: the answer, or None and why there was none. Redirects are
+        followed here, each hop through `guarding` (aiohttp would follow them unchecked)."""
+        url = URL(f"{origin}/robots.txt")
         try:
-            async with session.get(
-                f"{origin}/robots.txt",
-                headers={"User-Agent": self._user_agent},
-                proxy=proxy,
-                ssl=verify_tls,  # True leaves it to the session's connector, as scrape does
-                timeout=aiohttp.ClientTimeout(total=self._settings.robots_timeout_seconds),
-            ) as response:
-                if proxy is not None and response.status == 407:
-                    raise ProxyError("the proxy refused us (HTTP 407) while reading robots.txt")
-                raw = bytearray()
-                while len(raw) < cap:  # the rest is ignored, as Google does
-                    chunk = await response.content.read(cap - len(raw))
-                    if not chunk:
-                        break
-                    raw += chunk
-                # RFC 9309: robots.txt is UTF-8.
-                return (
-                    response.status,
-                    raw.decode("utf-8", errors="replace"),
-                    f"HTTP {response.status}",
-                )
+            for hop in range(MAX_ROBOTS_REDIRECTS + 1):
+                # The first request is in the caller's scope (it names the request that needs
+                # robots.txt); each redirect hop is checked and named on its own.
+                where = f"robots.txt redirect to {redact(str(url))}"
+                scope = guarding(url, where) if guarding and hop else None
+                with scope or contextlib.nullcontext():
+                    answer, target = await self._answer(session, url, proxy, verify_tls)
+                if target is None:
+                    return answer
+                url = target
+            # RFC 9309: past the redirects followed, robots.txt counts as unavailable (4xx).
+            return 404, "", f"more than {MAX_ROBOTS_REDIRECTS} redirects"
         except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError):
             raise  # the proxy failed, not the site: the caller tries another proxy
         except (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError):
@@ -281,3 +301,34 @@ class RobotsCache:
             return None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}"
         except (aiohttp.ClientError, TimeoutError) as exc:
             return None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}"
+
+    async def _answer(
+        self, session: aiohttp.ClientSession, url: URL, proxy: str | None, verify_tls: bool
+    ) -> tuple[tuple[int | None, str | None, str], URL | None]:
+        """One request for robots.txt at `url`: the answer, or where a redirect sends it."""
+        cap = self._settings.robots_max_bytes
+        async with session.get(
+            url,
+            headers={"User-Agent": self._user_agent},
+            proxy=proxy,
+            ssl=verify_tls,  # True leaves it to the session's connector, as scrape does
+            timeout=aiohttp.ClientTimeout(total=self._settings.robots_timeout_seconds),
+            allow_redirects=False,
+        ) as response:
+            if proxy is not None and response.status == 407:
+                raise ProxyError("the proxy refused us (HTTP 407) while reading robots.txt")
+            location = response.headers.get("Location")
+            if response.status in _REDIRECTS and location is not None:
+                resolved = resolve_link(str(url), location)
+                if resolved is None:  # not http(s): as a 4xx, no rules
+                    return (404, "", f"redirect to {redact(location)!r}"), None
+                return (None, None, ""), request_url(resolved)
+            raw = bytearray()
+            while len(raw) < cap:  # the rest is ignored, as Google does
+                chunk = await response.content.read(cap - len(raw))
+                if not chunk:
+                    break
+                raw += chunk
+            # RFC 9309: robots.txt is UTF-8.
+            body = raw.decode("utf-8", errors="replace")
+            return (response.status, body, f"HTTP {response.status}"), None

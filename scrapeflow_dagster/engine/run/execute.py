@@ -8,15 +8,15 @@ status and stop that task's chain; anything else is a bug: sibling tasks are can
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
-from scrapeflow_dagster.engine.polite.addresses import AddressGuard, GuardedResolver
+from scrapeflow_dagster.engine.gate.opening import guarded_session, session_for
+from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
 from scrapeflow_dagster.engine.proxies import ProxyProvider
@@ -88,51 +88,6 @@ def _stream(
         yield key, params
 
 
-def _own_session(
-    parallelism: int, settings: ScrapeSettings, **connector_options: Any
-) -> aiohttp.ClientSession:
-    """A session of the run's own: the connector's per-host limit backs up the politeness gate
-    (0: none, for both), and no cookie jar is shared (tasks must not leak cookies into each
-    other; a task's own cookies come from its params)."""
-    connector = aiohttp.TCPConnector(
-        limit=parallelism,
-        limit_per_host=settings.polite.max_per_host,
-        ssl=settings.verify_tls,
-        **connector_options,
-    )
-    return aiohttp.ClientSession(
-        connector=connector,
-        headers={"User-Agent": settings.user_agent},
-        cookie_jar=aiohttp.DummyCookieJar(),
-    )
-
-
-@asynccontextmanager
-async def _session_for(
-    session: aiohttp.ClientSession | None, parallelism: int, settings: ScrapeSettings
-) -> AsyncIterator[aiohttp.ClientSession]:
-    if session is not None:
-        yield session
-        return
-    async with _own_session(parallelism, settings) as own:
-        yield own
-
-
-@asynccontextmanager
-async def _guarded_session(
-    guard: AddressGuard, parallelism: int, settings: ScrapeSettings
-) -> AsyncIterator[aiohttp.ClientSession | None]:
-    """The session of public tasks when the guard is on (None otherwise): names resolved and
-    checked for every new connection (a cached answer would skip the check, and a name may
-    resolve elsewhere the next time), its pool apart from the intranet tasks' connections."""
-    if not guard.enabled:
-        yield None
-        return
-    resolver = GuardedResolver(guard)
-    async with _own_session(parallelism, settings, resolver=resolver, use_dns_cache=False) as own:
-        yield own
-
-
 async def execute_async(
     executors: Sequence[Executor],
     directory: Path,
@@ -192,8 +147,8 @@ async def execute_async(
     succeeded: list[str] = []
     guard = AddressGuard(enabled=settings.address_guard, allowed=settings.allowed_networks)
     async with (
-        _session_for(session, parallelism, settings) as live_session,
-        _guarded_session(guard, parallelism, settings) as guarded,
+        session_for(session, parallelism, settings) as live_session,
+        guarded_session(guard, parallelism, settings) as guarded,
     ):
         guard.session = guarded
         if proxy_provider is not None:

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.gate.trust import trust_of
 from scrapeflow_dagster.engine.state.params import normalise_crawl_params
 from scrapeflow_dagster.engine.state.schema import Params
 from scrapeflow_dagster.engine.tasks.keys import (
@@ -109,6 +110,7 @@ def build_task(fields: dict[str, Any], path: Path, line: int) -> Item:
             params["verify_tls"] = params["verify_tls"].strip().lower() not in ("0", "false", "no")
         try:
             params = normalise_crawl_params(params)
+            trust_of(params)  # a typo must neither open the address guard nor close it
         except ValueError as exc:
             raise InvalidTaskError(str(exc)) from None
         if fields.get("key"):

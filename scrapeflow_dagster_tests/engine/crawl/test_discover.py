@@ -29,9 +29,9 @@ from scrapeflow_dagster.engine.crawl.journal import (
     save_batch,
 )
 from scrapeflow_dagster.engine.history import Ledger
-from scrapeflow_dagster.engine.state.files import iter_status_files
+from scrapeflow_dagster.engine.state.files import iter_status_files, load_status, write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX
+from scrapeflow_dagster.engine.state.schema import STATUS_SUFFIX, record_success, utc_now
 from scrapeflow_dagster.engine.tasks.keys import request_key
 from scrapeflow_dagster_tests.engine.crawl.helpers import (
     frontier,
@@ -81,6 +81,9 @@ def test_links_in_scope_become_tasks_with_the_seeds_settings(layout: DataLayout)
         "depth": 1,
         "parent": root,
         "crawl": root,
+        # Learned from a page no intranet task fetched: it must be public (address guard).
+        "trust": "public",
+        "learned_from": "link",
     }
     # Rows (and new tasks) keep each URL as linked; the canonical form only dedupes.
     assert _outcomes(layout) == {
@@ -409,3 +412,21 @@ def test_frontier_files_from_before_identities_naming_no_stored_task_are_retired
     assert sorted(run_discovery(layout, [root]).keys) == sorted(first.keys)
     (retired,) = (layout.root / "frontier" / RETIRED_DIR_NAME).iterdir()
     assert retired.name.endswith("-unnamed")
+
+
+def test_links_inherit_the_trust_of_the_page_that_holds_them(layout: DataLayout) -> None:
+    """Only a page `scrape` fetched from an internal address for an intranet task hands its
+    links the intranet trust; links of any other page (whatever their own URL) must be public.
+    """
+    intranet = seed(layout, "http://127.0.0.1:9/wiki/", max_depth=1)
+    public = seed(layout, "http://127.0.0.1:9/mirror/", max_depth=1)
+    status = load_status(layout.status_dir, intranet)
+    assert status is not None
+    record_success(status, "scrape", {"intranet": True}, ended=utc_now(), attempts=1)
+    write_status(layout.status_dir, intranet, status)
+    parsed(layout, intranet, ["http://127.0.0.1:9/wiki/a"])
+    parsed(layout, public, ["http://127.0.0.1:9/mirror/b"])
+    run_discovery(layout, [intranet, public])
+    wiki, mirror = (request_key(f"http://127.0.0.1:9/{p}") for p in ("wiki/a", "mirror/b"))
+    assert params_of(layout, wiki)["trust"] == "intranet"
+    assert params_of(layout, mirror)["trust"] == "public"

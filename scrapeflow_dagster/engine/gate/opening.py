@@ -1,0 +1,108 @@
+"""The sessions, address guard and politeness requests go out through: a run's (`sessions`),
+or those of fetches outside a run (`open_gate`: the sitemap reader), built the same way so that
+there is no second way out."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from scrapeflow_dagster.engine.polite.addresses import AddressGuard, GuardedResolver
+from scrapeflow_dagster.engine.polite.gate import Politeness
+from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
+from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.run.context import Context
+from scrapeflow_dagster.engine.settings import DEFAULT_TIMEOUT_SECONDS, ScrapeSettings
+
+
+def own_session(
+    parallelism: int, settings: ScrapeSettings, **connector_options: Any
+) -> aiohttp.ClientSession:
+    """A session of the run's own: the connector's per-host limit backs up the politeness gate
+    (0: none, for both), and no cookie jar is shared (tasks must not leak cookies into each
+    other; a task's own cookies come from its params)."""
+    connector = aiohttp.TCPConnector(
+        limit=parallelism,
+        limit_per_host=settings.polite.max_per_host,
+        ssl=settings.verify_tls,
+        **connector_options,
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers={"User-Agent": settings.user_agent},
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
+@asynccontextmanager
+async def session_for(
+    session: aiohttp.ClientSession | None, parallelism: int, settings: ScrapeSettings
+) -> AsyncIterator[aiohttp.ClientSession]:
+    """`session` when given (left open), else a session of the run's own (closed after)."""
+    if session is not None:
+        yield session
+        return
+    async with own_session(parallelism, settings) as own:
+        yield own
+
+
+@asynccontextmanager
+async def guarded_session(
+    guard: AddressGuard, parallelism: int, settings: ScrapeSettings
+) -> AsyncIterator[aiohttp.ClientSession | None]:
+    """The session of public routes when the guard is on (None otherwise): names resolved and
+    checked for every new connection (a cached answer would skip the check, and a name may
+    resolve elsewhere the next time), its pool apart from the intranet routes' connections."""
+    if not guard.enabled:
+        yield None
+        return
+    resolver = GuardedResolver(guard)
+    async with own_session(parallelism, settings, resolver=resolver, use_dns_cache=False) as own:
+        yield own
+
+
+@asynccontextmanager
+async def open_gate(
+    status_dir: Path,
+    settings: ScrapeSettings,
+    *,
+    proxy_provider: ProxyProvider | None = None,
+    parallelism: int = 4,
+) -> AsyncIterator[Context]:
+    """A context for fetches outside a run (`gate.fetch.fetch(context, params)`), through the
+    same gate as the runs over `status_dir`: its robots.txt cache and host slots are theirs.
+
+    Args:
+        status_dir: the folder the runs keep status files in (`.polite/` beneath it).
+        settings: the runs' settings (User-Agent, caps, timeouts, guard, politeness).
+        proxy_provider: loaded here; every request then goes through one of its proxies.
+        parallelism: connections held at once.
+    """
+    guard = AddressGuard(enabled=settings.address_guard, allowed=settings.allowed_networks)
+    async with (
+        own_session(parallelism, settings) as session,
+        guarded_session(guard, parallelism, settings) as guarded,
+    ):
+        guard.session = guarded
+        if proxy_provider is not None:
+            await proxy_provider.load(session)
+        polite = Politeness(
+            Path(status_dir) / POLITE_DIR, settings.polite, user_agent=settings.user_agent
+        )
+        try:
+            yield Context(
+                dir=Path(status_dir),
+                session=session,
+                forced_executors=[],
+                semaphore=asyncio.Semaphore(parallelism),
+                timeout_seconds=DEFAULT_TIMEOUT_SECONDS,
+                proxy_provider=proxy_provider,
+                settings=settings,
+                polite=polite,
+                guard=guard,
+            )
+        finally:
+            await polite.aclose()
