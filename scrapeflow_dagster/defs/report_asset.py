@@ -14,7 +14,9 @@ def crawl_report(
     context: dg.AssetExecutionContext, status_store: StatusStoreResource
 ) -> dg.MaterializeResult:
     """Tasks, succeeded and failed fetches, success %, bytes, p95 fetch time, pages parsed, and
-    failures by kind and by host, from DuckDB (the spool is synced first)."""
+    failures by kind and by host, and the links and sitemap entries not followed by why (out
+    of scope, disallowed, on another host, on a refused address), from DuckDB (the spool is
+    synced first)."""
     summary = crawl_summary(status_store.layout())
     context.log.info(summary.markdown())
     return dg.MaterializeResult(
@@ -26,6 +28,7 @@ def crawl_report(
             "bytes": summary.bytes,
             "p95_fetch_seconds": dg.MetadataValue.float(summary.p95_seconds or 0.0),
             "pages_parsed": summary.pages_parsed,
+            **{f"not_followed_{why}": n for why, n in summary.not_followed},
             "summary": dg.MetadataValue.md(summary.markdown()),
         }
     )

@@ -36,11 +36,19 @@ SELECT coalesce(domain, ''), count(*) FILTER (status = 'ERROR') AS failed, count
 FROM current_state WHERE executor = ?
 GROUP BY ALL HAVING failed > 0 ORDER BY failed DESC, 1 LIMIT {TOP_ROWS}
 """
+# What discovery and the sitemap reader did not follow, and why (refused requests, such as the
+# address guard's, are failures: `by_kind` names their error class).
+_NOT_FOLLOWED_SQL = """
+SELECT outcome, count(*) AS urls FROM frontier
+WHERE outcome NOT IN ('added', 'known')
+GROUP BY ALL ORDER BY urls DESC, 1
+"""
 
 
 @dataclass(frozen=True)
 class CrawlSummary:
-    """Totals of the fetching step's current state, plus failures by kind and by host."""
+    """Totals of the fetching step's current state, failures by kind and by host, and the
+    URLs not followed by why."""
 
     tasks: int
     succeeded: int
@@ -50,6 +58,8 @@ class CrawlSummary:
     pages_parsed: int
     by_kind: list[tuple[str, str, str, int]] = field(default_factory=list)
     by_host: list[tuple[str, int, int]] = field(default_factory=list)
+    # URLs links and sitemaps gave that were not followed, by frontier outcome.
+    not_followed: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def success_pct(self) -> float:
@@ -58,7 +68,7 @@ class CrawlSummary:
         return round(100.0 * self.succeeded / ended, 1) if ended else 0.0
 
     def markdown(self) -> str:
-        """Totals, then failures by kind and by host, as markdown tables."""
+        """Totals, then failures by kind and by host, and URLs not followed, as markdown tables."""
         p95 = "" if self.p95_seconds is None else f"{self.p95_seconds:.3f} s"
         lines = [
             "| tasks | succeeded | failed | success % | bytes | p95 fetch | pages parsed |",
@@ -72,6 +82,9 @@ class CrawlSummary:
         if self.by_host:
             lines += ["", "| host | failed | tasks |", "|---|---|---|"]
             lines += [f"| {h} | {f} | {n} |" for h, f, n in self.by_host]
+        if self.not_followed:
+            lines += ["", "| not followed | URLs |", "|---|---|"]
+            lines += [f"| {why} | {n} |" for why, n in self.not_followed]
         return "\n".join(lines)
 
 
@@ -100,6 +113,7 @@ def _summarise(conn: duckdb.DuckDBPyConnection, executor: str) -> CrawlSummary:
     by_host = [
         (str(h), int(f), int(n)) for h, f, n in conn.execute(_BY_HOST_SQL, [executor]).fetchall()
     ]
+    not_followed = [(str(w), int(n)) for w, n in conn.execute(_NOT_FOLLOWED_SQL).fetchall()]
     return CrawlSummary(
         tasks=int(tasks),
         succeeded=int(succeeded),
@@ -109,4 +123,5 @@ def _summarise(conn: duckdb.DuckDBPyConnection, executor: str) -> CrawlSummary:
         pages_parsed=int(pages),
         by_kind=by_kind,
         by_host=by_host,
+        not_followed=not_followed,
     )
