@@ -4,14 +4,14 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Self
 
 from aiohttp import web
 
 from scrapeflow_dagster.site.app import FaultRates, build_site
-from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE
+from scrapeflow_dagster.site.crawling.graph import DEFAULT_GRAPH_SIZE
 
 DEFAULT_HOST = "127.0.0.1"
 # A short grace period so stopping a site is not held up by `/slow` requests still sleeping.
@@ -40,6 +40,9 @@ class LocalSite:
         crawl_delay_seconds: float | None = None,
         sitemap_in_robots: bool = False,
         internal_url: str | None = None,
+        internal_base: str | None = None,
+        other_origin: str | None = None,
+        cross_submit: Sequence[str] = (),
     ) -> None:
         self.host = host
         self.app = build_site(
@@ -52,6 +55,9 @@ class LocalSite:
             crawl_delay_seconds=crawl_delay_seconds,
             sitemap_in_robots=sitemap_in_robots,
             internal_url=internal_url,
+            internal_base=internal_base,
+            other_origin=other_origin,
+            cross_submit=cross_submit,
         )
         self._requested_port = port
         self._port: int | None = None
@@ -132,6 +138,9 @@ class SiteThread:
         crawl_delay_seconds: float | None = None,
         sitemap_in_robots: bool = False,
         internal_url: str | None = None,
+        internal_base: str | None = None,
+        other_origin: str | None = None,
+        cross_submit: Sequence[str] = (),
         startup_timeout_seconds: float = 10.0,
     ) -> None:
         self._site = LocalSite(
@@ -146,6 +155,9 @@ class SiteThread:
             crawl_delay_seconds=crawl_delay_seconds,
             sitemap_in_robots=sitemap_in_robots,
             internal_url=internal_url,
+            internal_base=internal_base,
+            other_origin=other_origin,
+            cross_submit=cross_submit,
         )
         self._startup_timeout_seconds = startup_timeout_seconds
         self._ready = threading.Event()
@@ -216,6 +228,9 @@ def run_site_forever(
     graph_delay_seconds: float = 0.0,
     crawl_delay_seconds: float | None = None,
     internal_url: str | None = None,
+    internal_base: str | None = None,
+    other_origin: str | None = None,
+    cross_submit: Sequence[str] = (),
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the site until Ctrl+C or SIGTERM; blocks the calling thread.
@@ -231,6 +246,9 @@ def run_site_forever(
         graph_delay_seconds: see `build_site`.
         crawl_delay_seconds: see `build_site`.
         internal_url: see `build_site`.
+        internal_base: see `build_site`.
+        other_origin: see `build_site`.
+        cross_submit: see `build_site`.
         on_ready: called with the base URL once the site listens (the CLI prints it).
 
     Raises:
@@ -247,6 +265,9 @@ def run_site_forever(
         graph_delay_seconds=graph_delay_seconds,
         crawl_delay_seconds=crawl_delay_seconds,
         internal_url=internal_url,
+        internal_base=internal_base,
+        other_origin=other_origin,
+        cross_submit=cross_submit,
     )
 
     async def serve() -> None:

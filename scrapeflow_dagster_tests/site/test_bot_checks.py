@@ -3,7 +3,7 @@
 import aiohttp
 import pytest
 
-from scrapeflow_dagster.site.bot_checks import BLOCK_PAGES, WIDGET_PAGE_TITLE, WIDGETS
+from scrapeflow_dagster.site.content.bot_checks import BLOCK_PAGES, WIDGET_PAGE_TITLE, WIDGETS
 from scrapeflow_dagster.site.server import LocalSite
 
 

@@ -3,7 +3,7 @@
 import aiohttp
 import pytest
 
-from scrapeflow_dagster.site.charsets import CHARSET_PAGES, DECLARED_IN, charset_body
+from scrapeflow_dagster.site.content.charsets import CHARSET_PAGES, DECLARED_IN, charset_body
 from scrapeflow_dagster.site.server import LocalSite
 
 

@@ -9,7 +9,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import aiohttp
 import pytest
 
-from scrapeflow_dagster.site.graph import (
+from scrapeflow_dagster.site.crawling.graph import (
     graph_children,
     graph_depth,
     graph_parent,
@@ -171,6 +171,7 @@ async def test_resets_zero_the_counts(site: LocalSite, session: aiohttp.ClientSe
         assert response.status == 200
     assert await counts(session, site) == {
         "paths": {},
+        "hosts": {},
         "statuses": {},
         "max_in_flight": {},
         "max_in_flight_by_client": {},
@@ -180,6 +181,26 @@ async def test_resets_zero_the_counts(site: LocalSite, session: aiohttp.ClientSe
     async with session.post(site.url("/control/reset")) as response:
         assert response.status == 200
     assert (await counts(session, site))["paths"] == {}
+
+
+async def test_the_host_log_counts_each_path_under_the_name_it_was_asked_by(
+    site: LocalSite, session: aiohttp.ClientSession
+) -> None:
+    by_name = f"http://localhost:{site.port}"
+    for url in (site.url("/graph/1"), site.url("/graph/1"), f"{by_name}/graph/2"):
+        await get(session, url)
+    await get(session, f"{by_name}/status/404")
+    await get(session, site.url("/control/cached"))  # control routes are never counted
+    seen = await counts(session, site)
+    # One server, two hosts: what reached one name is told apart from what reached the other.
+    assert seen["hosts"] == {
+        f"127.0.0.1:{site.port}": {"/graph/1": 2},
+        f"localhost:{site.port}": {"/graph/2": 1, "/status/404": 1},
+    }
+    assert seen["paths"] == {"/graph/1": 2, "/graph/2": 1, "/status/404": 1}
+    async with session.post(site.url("/control/requests/reset")):
+        pass
+    assert (await counts(session, site))["hosts"] == {}
 
 
 async def test_in_flight_is_measured_per_host_header(session: aiohttp.ClientSession) -> None:

@@ -1,6 +1,6 @@
 """Fault responses that keep no state: error statuses, 429, captcha, dropped and cut connections.
 
-`mixed` and `named_faults` build their stateful routes from the same responses.
+`mixed` and `named` build their stateful routes from the same responses.
 """
 
 import asyncio
@@ -9,7 +9,7 @@ import struct
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.pages import Pages
+from scrapeflow_dagster.site.content.pages import Pages
 
 SERVER_ERROR_STATUS = 503
 CAPTCHA_HTML = (

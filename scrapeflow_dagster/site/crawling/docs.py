@@ -15,8 +15,8 @@ carries ~4 KB of text.
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.graph import OFF_HOST, PRIVATE_PREFIX
-from scrapeflow_dagster.site.pages import conditional_response
+from scrapeflow_dagster.site.content.pages import conditional_response
+from scrapeflow_dagster.site.crawling.graph import OFF_HOST, PRIVATE_PREFIX
 
 SECTIONS = 20
 CHAPTERS_PER_SECTION = 12

@@ -11,11 +11,12 @@ import gzip
 
 from aiohttp import web
 
+from scrapeflow_dagster.site.content.pages import SITEMAP_NS
+
 INDEX_PATH = "/sitemaps/index.xml"
 # (path as the sitemap lists it, lastmod or None), per file of the index.
 PLAIN = (("/graph/1", "2026-11-01"), ("/graph/2?ref=%28map%29", None))
 GZIPPED = (("/graph/3", "2026-10-31T12:00:00+00:00"),)
-_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
 LASTMODS: web.AppKey[dict[str, str]] = web.AppKey("sitemap_lastmods", dict)
@@ -29,7 +30,7 @@ def _urlset(request: web.Request, entries: tuple[tuple[str, str | None], ...]) -
         + "</url>"
         for path, given in entries
     )
-    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {_NS}>{urls}</urlset>\n'
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {SITEMAP_NS}>{urls}</urlset>\n'
 
 
 async def index(request: web.Request) -> web.Response:
@@ -38,7 +39,10 @@ async def index(request: web.Request) -> web.Response:
         f"<sitemap><loc>http://{request.host}/sitemaps/{name}</loc></sitemap>"
         for name in ("plain.xml", "gzipped.xml.gz")
     )
-    text = f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex {_NS}>{subs}</sitemapindex>\n'
+    text = (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex {SITEMAP_NS}>{subs}'
+        "</sitemapindex>\n"
+    )
     return web.Response(text=text, content_type="application/xml")
 
 

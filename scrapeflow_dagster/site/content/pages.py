@@ -1,4 +1,5 @@
-"""The site's deterministic pages: their links, their filler text, `/page/{n}` and the sitemap."""
+"""The site's deterministic pages: their links, their filler text, `/page/{n}` and the sitemaps
+listing them all (`/sitemap.txt`, `/sitemap.xml`)."""
 
 import hashlib
 import random
@@ -7,6 +8,7 @@ from collections import Counter
 from aiohttp import web
 
 LINKS_PER_PAGE = 10
+SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 _PAGE_TAIL = b"</p>\n</body></html>\n"
 _WORDS = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor".split()
 
@@ -146,3 +148,10 @@ class Pages:
         base = f"{request.scheme}://{request.host}"
         text = "".join(f"{base}/page/{n}\n" for n in range(self.count))
         return web.Response(text=text, content_type="text/plain")
+
+    async def sitemap_xml(self, request: web.Request) -> web.Response:
+        """Every page, absolute on the request's Host header, as an XML sitemap (a urlset)."""
+        base = f"{request.scheme}://{request.host}"
+        urls = "".join(f"<url><loc>{base}/page/{n}</loc></url>" for n in range(self.count))
+        text = f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {SITEMAP_NS}>{urls}</urlset>\n'
+        return web.Response(text=text, content_type="application/xml")

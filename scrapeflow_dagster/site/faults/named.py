@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.faults import SERVER_ERROR_STATUS
-from scrapeflow_dagster.site.pages import Pages
+from scrapeflow_dagster.site.content.pages import Pages
+from scrapeflow_dagster.site.faults.stateless import SERVER_ERROR_STATUS
 
 
 def _int_query(request: web.Request, name: str, default: int | None) -> int:

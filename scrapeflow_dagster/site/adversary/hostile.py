@@ -25,7 +25,7 @@ import zlib
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.client_routes import stream_bytes
+from scrapeflow_dagster.site.client.routes import stream_bytes
 
 INDEX_PATH = "/hostile/"
 HUGE_BYTES = 300 * 1024 * 1024

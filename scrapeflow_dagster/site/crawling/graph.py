@@ -8,10 +8,11 @@ javascript, a bare fragment).
 """
 
 import asyncio
+from collections.abc import Sequence
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.pages import conditional_response
+from scrapeflow_dagster.site.content.pages import conditional_response
 
 FANOUT = 3
 DEFAULT_GRAPH_SIZE = 1093  # (3**7 - 1) // 2: a complete tree down to depth 6
@@ -52,7 +53,7 @@ class Graph:
         size: int,
         delay_seconds: float,
         crawl_delay_seconds: float | None,
-        sitemap: str | None = None,
+        sitemaps: Sequence[str] = (),
     ):
         if size < 1 or delay_seconds < 0 or (crawl_delay_seconds or 0) < 0:
             raise ValueError(
@@ -62,7 +63,9 @@ class Graph:
         self.size = size
         self.delay_seconds = delay_seconds
         self.crawl_delay_seconds = crawl_delay_seconds
-        self.sitemap = sitemap  # a path robots.txt announces as `Sitemap:`, if any
+        # What robots.txt announces as `Sitemap:`: a path is made absolute on the request's Host
+        # header, an absolute URL (another host's, for cross-submission) is kept as written.
+        self.sitemaps = tuple(sitemaps)
 
     def body(self, n: int, *, host: str) -> bytes:
         """The HTML of node `n` as served to a request whose Host header is `host`."""
@@ -115,11 +118,12 @@ class Graph:
         )
 
     async def robots(self, request: web.Request) -> web.Response:
-        """`User-agent: *`, `Disallow: /graph/private/` and, when set, `Crawl-delay` and
-        `Sitemap`."""
+        """`User-agent: *`, `Disallow: /graph/private/` and, when set, `Crawl-delay` and a
+        `Sitemap` line per sitemap."""
         lines = ["User-agent: *", f"Disallow: {PRIVATE_PREFIX}"]
         if self.crawl_delay_seconds is not None:
             lines.append(f"Crawl-delay: {self.crawl_delay_seconds:g}")
-        if self.sitemap is not None:
-            lines.append(f"Sitemap: http://{request.host}{self.sitemap}")
+        for sitemap in self.sitemaps:
+            url = f"http://{request.host}{sitemap}" if sitemap.startswith("/") else sitemap
+            lines.append(f"Sitemap: {url}")
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")

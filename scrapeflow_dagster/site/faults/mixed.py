@@ -6,14 +6,14 @@ from typing import Self
 
 from aiohttp import web
 
-from scrapeflow_dagster.site.faults import (
+from scrapeflow_dagster.site.content.pages import Pages, seeded_hash
+from scrapeflow_dagster.site.faults.stateless import (
     SERVER_ERROR_STATUS,
     abort,
     captcha_page,
     too_many,
     truncate,
 )
-from scrapeflow_dagster.site.pages import Pages, seeded_hash
 
 FAULT_KINDS = ("server_error", "reset", "slow", "truncated", "captcha", "too_many")
 # aiohttp's client silently reconnects once on a dropped connection, so one reset is never seen.
