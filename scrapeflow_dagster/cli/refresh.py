@@ -26,7 +26,7 @@ from pathlib import Path
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.engine.crawl.journal import lastmods
+from scrapeflow_dagster.engine.crawl.lastmods import lastmods
 from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.schema import (

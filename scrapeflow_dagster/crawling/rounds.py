@@ -31,8 +31,8 @@ from scrapeflow_dagster.defs.chain import chain_node_name
 from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR as LINKS_ASSET
-from scrapeflow_dagster.engine.crawl.journal import take_stream_summaries
 from scrapeflow_dagster.engine.crawl.scope import ADDED
+from scrapeflow_dagster.engine.crawl.stream_summaries import take_stream_summaries
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.history.spool import spool_files

@@ -24,8 +24,10 @@ import dagster as dg
 from scrapeflow_dagster.crawling.frontier import take_in
 from scrapeflow_dagster.defs.executor_events import plan_in_run
 from scrapeflow_dagster.defs.partitions import add_new_task_partitions
-from scrapeflow_dagster.engine.crawl import DiscoveryMemo, journal
+from scrapeflow_dagster.engine.crawl import DiscoveryMemo, finish_batch
+from scrapeflow_dagster.engine.crawl.batches import release_batch
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
+from scrapeflow_dagster.engine.crawl.stream_summaries import save_stream_summary
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
@@ -87,7 +89,7 @@ class RunGrowth:
             add_new_task_partitions(self._context.instance, keys)
             if not plan_in_run(self._context, self._assets, keys):
                 # Not on this Dagster version: the crawl's driver runs them (in rounds).
-                journal.release_batch(self._layout, found.batch.id)
+                release_batch(self._layout, found.batch.id)
                 return []
             self._batches.append(found.batch.id)
             self._keys += keys
@@ -101,9 +103,9 @@ class RunGrowth:
             if token:
                 summary = {"keys": self._keys, "outcomes": self._outcomes}
                 name = f"{self._run_id}-{os.getpid()}-{threading.get_ident()}"
-                journal.save_stream_summary(self._layout, token, name, summary)
+                save_stream_summary(self._layout, token, name, summary)
             for batch_id in self._batches:
-                journal.finish_batch(self._layout, batch_id)
+                finish_batch(self._layout, batch_id)
             self._batches = []
 
     def abandon(self) -> None:
@@ -111,7 +113,7 @@ class RunGrowth:
         did not."""
         with self._lock:
             for batch_id in self._batches:
-                journal.release_batch(self._layout, batch_id)
+                release_batch(self._layout, batch_id)
             self._batches = []
 
 

@@ -19,7 +19,7 @@ from scrapeflow_dagster.defs.automation import (
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
 from scrapeflow_dagster.defs.resources import ScrapeSettingsResource, StatusStoreResource
 from scrapeflow_dagster.defs.sensors import frontier_sensor, inbox_sensor, retry_sensor
-from scrapeflow_dagster.engine.crawl.journal import FrontierBatch, new_batch_id, save_batch
+from scrapeflow_dagster.engine.crawl.batches import FrontierBatch, new_batch_id, save_batch
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import dagster_yaml
 from scrapeflow_dagster_tests.support.sensors import sensor_context

@@ -19,7 +19,7 @@ from scrapeflow_dagster.defs.partitions import (
 )
 from scrapeflow_dagster.defs.resources import ScrapeSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.crawl import FrontierBatch, finish_batch, pending_batches
-from scrapeflow_dagster.engine.crawl.journal import expanded_keys
+from scrapeflow_dagster.engine.crawl.expanded_and_added import expanded_keys
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 
 # Parents taken in per tick: bounds a tick's time (discovery costs ~0.1-0.4 ms per link).

@@ -7,7 +7,8 @@ only what is new in the crawl gets fetched.
 import time
 from collections.abc import Sequence
 
-from scrapeflow_dagster.engine.crawl import journal
+from scrapeflow_dagster.engine.crawl.batches import frontier_lock
+from scrapeflow_dagster.engine.crawl.expanded_and_added import expanded_keys, reopen
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
 from scrapeflow_dagster.engine.state.files import iter_statuses, load_status, write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -55,10 +56,10 @@ def regrow(layout: DataLayout, seeds: Sequence[str], *, ledger: Ledger) -> list[
             _take_settings(layout, locks, key, settings, ledger)
     finally:
         locks.close()
-    expanded = journal.expanded_keys(layout)
+    expanded = expanded_keys(layout)
     reopened = [key for key in members if key in expanded]
-    with journal.frontier_lock(layout):
-        journal.reopen(layout, reopened)
+    with frontier_lock(layout):
+        reopen(layout, reopened)
     return reopened
 
 

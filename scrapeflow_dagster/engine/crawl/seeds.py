@@ -12,11 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scrapeflow_dagster.engine.crawl.journal import note_lastmods
+from scrapeflow_dagster.engine.crawl.lastmods import note_lastmods
 from scrapeflow_dagster.engine.crawl.regrow import regrow
 from scrapeflow_dagster.engine.crawl.sitemaps import LISTED, SitemapReading, read_sitemaps
 from scrapeflow_dagster.engine.gate.opening import open_gate
-from scrapeflow_dagster.engine.gate.trust import FROM_SITEMAP, learned
 from scrapeflow_dagster.engine.history import FrontierRow, Ledger
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.redact import redact
@@ -24,6 +23,7 @@ from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.params import normalise_crawl_params
 from scrapeflow_dagster.engine.state.schema import utc_now
+from scrapeflow_dagster.engine.state.trust import FROM_SITEMAP, learned
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import (
     Item,
@@ -71,7 +71,7 @@ def sitemap_seeds(
 ) -> SitemapSeeds:
     """The pages of `sitemaps` and (with `robots`) of those the robots.txt of the seeds of the
     task files `files` announce, each as the sitemap writes its URL, with the trust it
-    inherits (`gate.trust`); every file fetched through the gate of the runs over `layout`
+    inherits (`state.trust`); every file fetched through the gate of the runs over `layout`
     (their robots.txt cache, host slots, `settings` and proxies)."""
     seeds: list[dict[str, Any]] = []
     if robots:

@@ -4,7 +4,7 @@ lines of robots.txt, parsed by `ultimate-sitemap-parser` (XML, text and feed sit
 Every file, and every robots.txt asked, is fetched through the gate (`engine.gate`), as a
 task's page is: the address guard, robots.txt, host slots and delays, redirects checked hop by
 hop, the body cap, the proxy. Each URL a sitemap gives inherits the trust of what gave it
-(`gate.trust`): a sitemap fetched from a public address lists public pages only, so an entry
+(`state.trust`): a sitemap fetched from a public address lists public pages only, so an entry
 or child on an internal address is refused (`refused_address`).
 
 The sitemaps.org host rule: the entries and child sitemaps of a file must be on its own origin,
@@ -24,11 +24,11 @@ from yarl import URL
 from scrapeflow_dagster.engine.errors import AddressRefusedError, ScrapeError
 from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.gate.route import route_of
-from scrapeflow_dagster.engine.gate.trust import PUBLIC, TRUST, inherited_trust
 from scrapeflow_dagster.engine.polite.addresses import GuardedResolver
 from scrapeflow_dagster.engine.polite.robots import origin_of
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.run.context import Context
+from scrapeflow_dagster.engine.state.trust import PUBLIC, TRUST, inherited_trust
 from scrapeflow_dagster.engine.tasks.urls import request_url
 
 # Index files may nest; a site's sitemaps are read up to this many files in all.
@@ -43,7 +43,7 @@ REFUSED_ADDRESS = "refused_address"  # on an internal address, learned from a pu
 @dataclass(frozen=True)
 class SitemapPage:
     """A page a sitemap lists: its URL as written there, its `lastmod`, the sitemap that
-    listed it and the trust it inherits (`gate.trust`)."""
+    listed it and the trust it inherits (`state.trust`)."""
 
     url: str
     lastmod: datetime | None

@@ -18,7 +18,7 @@ from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.polite.robots import robots_cache_dir
 from scrapeflow_dagster.engine.settings import PoliteSettings, ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.site.graph import PRIVATE_PREFIX
+from scrapeflow_dagster.site.crawling.graph import PRIVATE_PREFIX
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.conftest import fast_settings
 from scrapeflow_dagster_tests.engine.crawl.helpers import frontier, params_of, seed
