@@ -1,5 +1,6 @@
 """What the scale-out tests share: the sharded code location run through the real `dagster`
-CLI, the steps a run's shards ran as, and the services (Postgres, Redis) they may need."""
+CLI, the steps a run's shards ran as (and which process, which Celery worker, ran them), and
+the services (Postgres, Redis) they may need."""
 
 import json
 import os
@@ -61,14 +62,66 @@ def last_run(instance: dg.DagsterInstance) -> dg.DagsterRun:
 
 
 def step_starts(instance: dg.DagsterInstance, run_id: str) -> dict[str, int]:
-    """step key -> the pid of the process that started it, for every step of the run."""
-    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_START).records
-    starts = {}
+    """step key -> the pid of the process that last started it, for every step of the run."""
+    return {step: pids[-1] for step, pids in step_start_pids(instance, run_id).items()}
+
+
+def step_start_pids(instance: dg.DagsterInstance, run_id: str) -> dict[str, list[int]]:
+    """step key -> the pids of the processes that started it, in the order they did (a shard
+    delivered again after its worker was lost starts twice); each STEP_START event carries the
+    pid of the process that ran the step, recorded by that process."""
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.STEP_START, limit=100_000
+    ).records
+    starts: dict[str, list[int]] = {}
     for record in records:
         event = record.event_log_entry.dagster_event
         assert event is not None and event.pid is not None
-        starts[str(record.event_log_entry.step_key)] = event.pid
+        starts.setdefault(str(record.event_log_entry.step_key), []).append(event.pid)
     return starts
+
+
+def run_pid(instance: dg.DagsterInstance, run_id: str) -> int:
+    """The pid of the run's own process (the one that logged RUN_START)."""
+    (record,) = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_START).records
+    event = record.event_log_entry.dagster_event
+    assert event is not None and event.pid is not None
+    return event.pid
+
+
+def celery_workers_of_steps(instance: dg.DagsterInstance, run_id: str) -> dict[str, list[str]]:
+    """step key -> the node names of the Celery workers that took it, in order: dagster-celery's
+    task logs "Executing steps ... in celery worker" from the worker as it begins the step,
+    naming that worker (Celery's `request.hostname`) in the event's `Celery worker` metadata."""
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ENGINE_EVENT, limit=100_000
+    ).records
+    workers: dict[str, list[str]] = {}
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        assert event is not None
+        metadata = getattr(event.event_specific_data, "metadata", None) or {}
+        if "Celery worker" in metadata:
+            name = metadata["Celery worker"].value
+            workers.setdefault(str(record.event_log_entry.step_key), []).append(str(name))
+    return workers
+
+
+def materialisation_pids(
+    instance: dg.DagsterInstance, run_id: str, asset: str
+) -> dict[str, list[int]]:
+    """partition of `asset` -> the pids of the processes that logged its materialisations in
+    the run (each shard logs a task's event as soon as the task ends)."""
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=100_000
+    ).records
+    found: dict[str, list[int]] = {}
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        assert event is not None and event.pid is not None
+        if event.asset_key == dg.AssetKey(asset):
+            found.setdefault(str(event.partition), []).append(event.pid)
+    return found
 
 
 def materialised_by_step(
@@ -118,6 +171,24 @@ def started_pid(home: Path, step_key: str) -> int | None:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs(limit=1)
         return step_starts(instance, runs[0].run_id).get(step_key) if runs else None
+
+
+def started_pids(home: Path, step_key: str) -> list[int]:
+    """The pids that started `step_key` in the newest run of `home`, in order (none yet: [])."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(limit=1)
+        return step_start_pids(instance, runs[0].run_id).get(step_key, []) if runs else []
+
+
+def logged_by(home: Path, asset: str, pid: int) -> set[str]:
+    """The partitions of `asset` whose materialisation process `pid` logged in the newest run of
+    `home`."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(limit=1)
+        if not runs:
+            return set()
+        found = materialisation_pids(instance, runs[0].run_id, asset)
+        return {key for key, pids in found.items() if pid in pids}
 
 
 def succeeded(layout: DataLayout, keys: list[str]) -> set[str]:

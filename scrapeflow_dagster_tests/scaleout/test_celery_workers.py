@@ -16,14 +16,23 @@ from scrapeflow_dagster.scaleout.celery import CELERY_BROKER_ENV
 from scrapeflow_dagster_tests.scaleout.helpers import (
     SHARDED_DEFS,
     add_tasks,
+    celery_workers_of_steps,
     flaky_requests,
     last_run,
+    materialisation_pids,
     materialised_by_step,
+    run_pid,
     started_pid,
+    step_start_pids,
     step_starts,
     succeeded,
 )
-from scrapeflow_dagster_tests.scaleout.workers import celery_workers, kill_worker_of
+from scrapeflow_dagster_tests.scaleout.workers import (
+    celery_workers,
+    kill_worker_of,
+    local_worker_name,
+    parent_pid,
+)
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD, REPO_ROOT
 from scrapeflow_dagster_tests.support.processes import process_env, wait_until
@@ -126,7 +135,9 @@ def test_a_chain_run_on_workers_ends_exact_with_one_event_per_partition(
             for key, url in rows
         ]
         keys = add_tasks(layout, postgres_home, rows)
-        with celery_workers(redis_broker, env, tmp_path, count=2, visibility_timeout_seconds=60):
+        with celery_workers(
+            redis_broker, env, tmp_path, count=2, visibility_timeout_seconds=60
+        ) as workers:
             args = [str(BIN_DIR / "dagster"), "asset", "materialize", "-m", SHARDED_DEFS]
             args += ["--select", "scrape,validation"]
             args += ["--partition-range", f"{keys[0]}...{keys[-1]}", "--config-json", SLOW_CONFIG]
@@ -141,6 +152,14 @@ def test_a_chain_run_on_workers_ends_exact_with_one_event_per_partition(
                 text=True,
                 timeout=240,
             )
+            # Which process ran each step (the pid its STEP_START carries), and whose child
+            # that process is, asked while the workers still run.
+            with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+                run_id = last_run(instance).run_id
+                starts = step_start_pids(instance, run_id)
+                run_process = run_pid(instance, run_id)
+            parents = {pid: parent_pid(pid) for pids in starts.values() for pid in pids}
+            worker_names = {worker.pid: local_worker_name(n) for n, worker in enumerate(workers)}
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-5000:]
     assert "scrape: 2 of 40 tasks failed" in output, output[-5000:]
@@ -148,12 +167,12 @@ def test_a_chain_run_on_workers_ends_exact_with_one_event_per_partition(
     with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
         scrape = partition_statuses(instance, "scrape", keys)
         validation = partition_statuses(instance, "validation", keys)
-        run_id = last_run(instance).run_id
         events = {
             asset: materialised_by_step(instance, run_id, asset)
             for asset in ("scrape", "validation")
         }
-        starts = step_starts(instance, run_id)
+        logged = {asset: materialisation_pids(instance, run_id, asset) for asset in events}
+        taken_by = celery_workers_of_steps(instance, run_id)
     assert keys_with(scrape, Status.FAILED) == missing
     assert keys_with(scrape, Status.MATERIALIZED) == set(keys) - missing
     assert keys_with(validation, Status.FAILED) == blocked
@@ -165,9 +184,20 @@ def test_a_chain_run_on_workers_ends_exact_with_one_event_per_partition(
         "executor_chain.executor_chain_shard[shard_0]",
         "executor_chain.executor_chain_shard[shard_1]",
     ]
+    for step in shards:
+        # Started once, by a pool process of one of the started workers (not by the run's
+        # own process), and that worker is the one Celery says took the step.
+        (pid,) = starts[step]
+        assert pid != run_process, step
+        assert parents[pid] in worker_names, (step, pid, parents[pid], worker_names)
+        assert taken_by[step] == [worker_names[parents[pid]]], step
     for asset, expected in (
         ("scrape", set(keys) - missing),
         ("validation", set(keys) - missing - blocked),
     ):
-        logged = [key for step in shards for key in events[asset].get(step, [])]
-        assert sorted(logged) == sorted(expected), asset
+        logged_by_step = [key for step in shards for key in events[asset].get(step, [])]
+        assert sorted(logged_by_step) == sorted(expected), asset
+        # Each partition's one event was logged by the worker process that ran its shard.
+        for step in shards:
+            for key in events[asset].get(step, []):
+                assert logged[asset][key] == starts[step], (asset, key, step)

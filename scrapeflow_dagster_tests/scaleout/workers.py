@@ -1,6 +1,7 @@
 """Celery workers of the sharded code location as users start them: the real `scrapeflow
 worker` command (which runs `celery worker`) on a temp home, each in its own process group,
-stopped or killed by that group."""
+stopped or killed by that group; and where a process runs (its parent, its network namespace),
+to tell which worker, on which host, ran a step."""
 
 import os
 import signal
@@ -13,6 +14,11 @@ from scrapeflow_dagster.scaleout.celery import VISIBILITY_TIMEOUT_ENV
 from scrapeflow_dagster_tests.support.netns import PublicHost
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.processes import stop_group, wait_until
+
+
+def local_worker_name(n: int) -> str:
+    """The node name of the `n`-th worker `celery_workers` starts (Celery's `hostname`)."""
+    return f"test-{n}-{os.getpid()}@localhost"
 
 
 @contextmanager
@@ -31,7 +37,7 @@ def celery_workers(
         for n in range(count):
             log = log_dir / f"worker-{n}.log"
             command = [str(BIN_DIR / "scrapeflow"), "worker", "--broker", broker]
-            command += ["--concurrency", "1", "--name", f"test-{n}-{os.getpid()}@localhost"]
+            command += ["--concurrency", "1", "--name", local_worker_name(n)]
             with open(log, "ab") as output:
                 workers.append(
                     subprocess.Popen(
@@ -69,9 +75,12 @@ def kill_worker_of(pid: int, workers: list["subprocess.Popen[bytes]"]) -> "subpr
     return worker
 
 
-def worker_on(host: PublicHost, name: str, env: Mapping[str, str], log: Path) -> None:
+def worker_on(
+    host: PublicHost, name: str, env: Mapping[str, str], log: Path
+) -> "subprocess.Popen[str]":
     """A `scrapeflow worker --concurrency 1` named `name` on the test host `host` (stopped with
-    it), logging to `log`; returns once it is ready."""
+    it), logging to `log`; returns it (the Celery main process: `ip netns exec` and `scrapeflow
+    worker` exec, they do not fork) once it is ready."""
     with log.open("wb") as out:
         worker = host.start(
             [str(BIN_DIR / "scrapeflow"), "worker", "--concurrency", "1", "--name", name],
@@ -85,3 +94,30 @@ def worker_on(host: PublicHost, name: str, env: Mapping[str, str], log: Path) ->
         process=worker,
         log_tail=lambda: log.read_text()[-3000:],
     )
+    return worker
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of process `pid` (a Celery worker's pool process: the worker's main process),
+    None once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    (line,) = [line for line in status.splitlines() if line.startswith("PPid:")]
+    return int(line.split()[1])
+
+
+def net_namespace(pid: int) -> int | None:
+    """The network namespace process `pid` lives in (the inode of `/proc/<pid>/ns/net`), None
+    once it is gone."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def host_namespace(host: PublicHost) -> int:
+    """The network namespace of the test host `host` (its `ip netns` file's inode): the same
+    number as `net_namespace` of every process in it, for as long as the host exists."""
+    return os.stat(f"/run/netns/{host.name}").st_ino
