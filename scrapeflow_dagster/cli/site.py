@@ -38,7 +38,7 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
 
 def cmd_site(args: argparse.Namespace) -> int:
     """Serve the bundled local site until interrupted (127.0.0.1 only)."""
-    from scrapeflow_dagster.site.graph import DEFAULT_GRAPH_SIZE
+    from scrapeflow_dagster.site.crawling.graph import DEFAULT_GRAPH_SIZE
     from scrapeflow_dagster.site.server import run_site_forever
 
     run_site_forever(

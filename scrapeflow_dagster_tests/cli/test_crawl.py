@@ -16,13 +16,14 @@ import duckdb
 import pytest
 
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
-from scrapeflow_dagster.engine.crawl.journal import FrontierBatch, frontier_dir
+from scrapeflow_dagster.engine.crawl.batches import FrontierBatch
+from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.history.spool import spool_files
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import is_success, md5_of
 from scrapeflow_dagster.engine.tasks.keys import request_key
-from scrapeflow_dagster.site.graph import nodes_within_depth
+from scrapeflow_dagster.site.crawling.graph import nodes_within_depth
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run
 from scrapeflow_dagster_tests.support.paths import BIN_DIR

@@ -18,14 +18,14 @@ import pytest
 from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.keys import canonical_url, request_key
-from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.site.spelled import (
+from scrapeflow_dagster.site.crawling.spelled import (
     AREA_LINK,
     BROKEN_LINK,
     DOWNLOAD_LINK,
     MANY_LINKS,
     SPELLED_LINKS,
 )
+from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run
 
 MATERIALIZED = dg.AssetPartitionStatus.MATERIALIZED

@@ -14,7 +14,7 @@ import duckdb
 
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.site.hostile import CHAIN_HOPS, INDEX_PATH
+from scrapeflow_dagster.site.adversary.hostile import CHAIN_HOPS, INDEX_PATH
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run
 

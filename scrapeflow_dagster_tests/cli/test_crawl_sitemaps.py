@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.site.crawling.sitemaps import GZIPPED, INDEX_PATH, PLAIN
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.site.sitemaps import GZIPPED, INDEX_PATH, PLAIN
 from scrapeflow_dagster_tests.cli.helpers import Run
 
 LISTED = [path for path, _ in (*PLAIN, *GZIPPED)]

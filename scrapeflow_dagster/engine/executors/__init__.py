@@ -4,5 +4,5 @@ URL with retries and stores the body; `validation` rejects block pages that answ
 
 May import: `engine.run.context` (what an executor gets), `engine.state`, `engine.retry`,
 `engine.errors`, `engine.redact`, `engine.tasks.keys`, `engine.polite` (the address guard),
-`engine.crawl.scope` (a crawl task's redirects stay in its scope). Never Dagster.
+`engine.gate` (every request goes out through it). Never Dagster.
 """

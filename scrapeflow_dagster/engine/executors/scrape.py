@@ -6,11 +6,11 @@ import os
 
 from scrapeflow_dagster.engine.gate.fetch import Fetched, ResponseCallback, fetch
 from scrapeflow_dagster.engine.gate.hops import NOT_MODIFIED
-from scrapeflow_dagster.engine.gate.trust import INTRANET_PAGE
 from scrapeflow_dagster.engine.redact import proxy_host, redact
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
 from scrapeflow_dagster.engine.state.schema import StatusData, is_success
+from scrapeflow_dagster.engine.state.trust import INTRANET_PAGE
 
 __all__ = [
     "Fetched",
@@ -35,7 +35,7 @@ def _store(context: Context, key: str, fetched: Fetched) -> ExecutorOutput:
     if fetched.proxy:
         output["proxy"] = proxy_host(fetched.proxy)
     if fetched.intranet:
-        output[INTRANET_PAGE] = True  # its links may lead inside (`gate.trust`)
+        output[INTRANET_PAGE] = True  # its links may lead inside (`state.trust`)
     return output
 
 

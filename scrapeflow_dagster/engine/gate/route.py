@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 import aiohttp
 from yarl import URL
 
-from scrapeflow_dagster.engine.gate.trust import INTRANET, PUBLIC, trust_of
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.run.context import Context
+from scrapeflow_dagster.engine.state.trust import INTRANET, PUBLIC, trust_of
 
 
 class Route(NamedTuple):

@@ -5,5 +5,6 @@ delays that hold inside a run and across runs sharing a data dir on one machine.
 and delays per host:port, shared through `<status dir>/.polite/hosts/`), `gate` (`Politeness`:
 what a run checks before a request and holds around it).
 
-May import: errors, redact, settings, state, polite. Used by `run` and `executors`.
+May import: errors, redact, settings, state, tasks (`urls`: robots.txt redirects resolved as a
+browser resolves them), polite. Used by `gate`, `run` and `executors`.
 """

@@ -6,6 +6,7 @@ session), `runner` (one task: lock, load, each step recorded through `state.sche
 tasks finish), `results` and `step` (a run's report).
 
 May import: `engine.errors`, `engine.redact`, `engine.settings`, `engine.state`,
-`engine.tasks.keys`, `engine.proxies` (the provider type), `engine.history` (rows of a run).
+`engine.tasks.keys`, `engine.proxies` (the provider type), `engine.history` (rows of a run),
+`engine.polite`, `engine.gate` (the sessions a run's requests go out through).
 Never Dagster.
 """

@@ -1,4 +1,5 @@
-"""Trust comes from where a URL came from, not from the URL.
+"""Trust comes from where a URL came from, not from the URL: the `trust` and `learned_from`
+params, read and named here; the gate (`engine.gate.route`) acts on them.
 
 A task a user added (task file, CLI, inbox) carries no `trust` param: its own URL decides, and
 one on an internal address is an intranet task (intranet task lists keep working). A URL learned

@@ -14,9 +14,9 @@ from typing import Any, BinaryIO
 import orjson
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
-from scrapeflow_dagster.engine.gate.trust import trust_of
 from scrapeflow_dagster.engine.state.params import normalise_crawl_params
 from scrapeflow_dagster.engine.state.schema import Params
+from scrapeflow_dagster.engine.state.trust import trust_of
 from scrapeflow_dagster.engine.tasks.keys import (
     request_fingerprint,
     request_key,

@@ -18,7 +18,7 @@ from scrapeflow_dagster.engine.executors.pages import (
 )
 from scrapeflow_dagster.engine.scrape import scrape
 from scrapeflow_dagster.engine.status import StatusData, load_status
-from scrapeflow_dagster.site.charsets import CHARSET_PAGES, CYRILLIC_TEXT, CYRILLIC_TITLE
+from scrapeflow_dagster.site.content.charsets import CHARSET_PAGES, CYRILLIC_TEXT, CYRILLIC_TITLE
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.conftest import fast_settings
 

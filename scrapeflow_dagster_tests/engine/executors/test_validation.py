@@ -17,7 +17,7 @@ from scrapeflow_dagster.engine.executors.validation import (
     validation,
 )
 from scrapeflow_dagster.engine.scrape import scrape
-from scrapeflow_dagster.site.bot_checks import BLOCK_PAGES, WIDGET_PAGE_TITLE, WIDGETS
+from scrapeflow_dagster.site.content.bot_checks import BLOCK_PAGES, WIDGET_PAGE_TITLE, WIDGETS
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.executors.test_pages import run_chain
 

@@ -20,7 +20,7 @@ from scrapeflow_dagster.engine.run.execute import POLITE_DIR
 from scrapeflow_dagster.engine.settings import PoliteSettings, ScrapeSettings
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.schema import utc_now
-from scrapeflow_dagster.site.graph import nodes_within_depth
+from scrapeflow_dagster.site.crawling.graph import nodes_within_depth
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.conftest import fast_settings
 
