@@ -93,6 +93,12 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         action="store_false",
         help="do not read the sitemaps the seeds' robots.txt announce (read by default)",
     )
+    crawl.add_argument(
+        "--reread-sitemaps",
+        action="store_true",
+        help="ask every sitemap again (conditionally), also one read within robots.txt's "
+        "max age (24 h by default), whose copy is used otherwise",
+    )
     add_crawl_options(crawl, depth_required=True)
     crawl.add_argument("--module", "-m", default=DEFINITIONS_MODULE, help="the code location")
 
@@ -115,6 +121,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         robots=args.robots_sitemaps,
         settings=settings,
         proxy_provider=proxies,
+        reread=args.reread_sitemaps,
     )
     for problem in found.problems:
         print(f"sitemap: {problem}", file=sys.stderr)

@@ -2,19 +2,17 @@
 partitions. The read-only views (`list`, `show`, `find`) are in `task_views`."""
 
 import argparse
+import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from scrapeflow_dagster.cli import common, crawl, progress, task_views
 from scrapeflow_dagster.engine.crawl.seeds import with_options
 from scrapeflow_dagster.engine.history import Ledger
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
+from scrapeflow_dagster.engine.state.files import stored_keys
+from scrapeflow_dagster.engine.tasks.adding import AddReport, add_tasks
 from scrapeflow_dagster.engine.tasks.intake import LineError, read_task_file
-
-if TYPE_CHECKING:
-    import dagster as dg
 
 
 def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
@@ -51,45 +49,78 @@ class _Totals:
 
 def cmd_tasks_add(args: argparse.Namespace) -> int:
     """Add the tasks of each file; exit 0 when all lines were added, 1 when some lines were
-    refused (or a file could not be read), 2 when no line could be read at all."""
-    from scrapeflow_dagster.defs.partitions import add_task_partitions  # Dagster: ~1 s
-    from scrapeflow_dagster.instance import get_instance
+    refused (or a file could not be read), 2 when no line could be read at all.
+
+    A file is taken in chunks of `CHUNK_LINES` lines, each stored and then added as partitions
+    before the next is read, so memory stays flat however long the file: the status folder
+    (listed once) is what remembers the keys of earlier chunks.
+    """
+    from scrapeflow_dagster.defs.partitions import TaskPartitions  # Dagster: ~1 s
 
     options = crawl.crawl_options(args)
     layout = common.layout(args).ensure()
     totals = _Totals()
-    instance: dg.DagsterInstance | None = None
+    partitions: TaskPartitions | None = None
+    stored = stored_keys(layout.status_dir)
     try:
         with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
             for name in args.files:
                 path = Path(name)
                 items = with_options(progress.file_lines(read_task_file(path), path), options)
-                report = add_tasks(layout, items, ledger=ledger)
-                refused = [error for error in report.errors if error.line > 0]
-                unreadable = [error for error in report.errors if error.line == 0]
-                for error in refused:
-                    print(f"refused: {error}", file=sys.stderr)
-                for error in unreadable:
-                    print(f"cannot read {path}: {_reason(error)}", file=sys.stderr)
-                totals.unreadable_files += bool(unreadable)
-                totals.valid += len(report.keys)
-                totals.refused += len(refused)
-                if unreadable and not report.keys:
+                done = _FileTotals(keys=set())
+                while chunk := list(itertools.islice(items, CHUNK_LINES)):
+                    report = add_tasks(layout, chunk, ledger=ledger, stored_keys=stored)
+                    stored.update(report.keys)
+                    done.take(report, path)
+                    if report.keys and partitions is None:
+                        partitions = TaskPartitions.open()  # only when there is something to add
+                    done.partitions += partitions.add(report.keys) if partitions else 0
+                totals.unreadable_files += bool(done.unreadable)
+                totals.valid += done.valid
+                totals.refused += done.refused
+                if done.unreadable and not done.valid:
                     continue
-                if report.keys and instance is None:
-                    instance = get_instance()  # opened only when there is something to add
-                added = add_task_partitions(instance, report.keys) if instance else 0
                 print(
-                    f"{name}: {len(report.keys)} valid tasks ({report.new} new params, "
-                    f"{added} new partitions), {len(refused)} lines refused"
+                    f"{name}: {done.valid} valid tasks ({done.new} new params, "
+                    f"{done.partitions} new partitions), {done.refused} lines refused"
                 )
     finally:
-        if instance is not None:
-            instance.dispose()
+        if partitions is not None:
+            partitions.close()
     code = totals.exit_code()
     if code == 2:
         common.say_error("no task could be read: nothing added")
     return code
+
+
+# Lines stored (and added as partitions) at a time: the params of a chunk are what a task
+# file costs in memory (~5 KB a line held), whatever its length.
+CHUNK_LINES = 20_000
+
+
+@dataclass
+class _FileTotals:
+    """Counts over the chunks of one file."""
+
+    keys: set[str]  # the file's valid keys so far: a line repeated in a later chunk counts once
+    valid: int = 0
+    new: int = 0
+    refused: int = 0
+    unreadable: bool = False
+    partitions: int = 0
+
+    def take(self, report: AddReport, path: Path) -> None:
+        """Count a chunk's report and print its refused lines."""
+        for error in report.errors:
+            if error.line > 0:
+                print(f"refused: {error}", file=sys.stderr)
+                self.refused += 1
+            else:
+                print(f"cannot read {path}: {_reason(error)}", file=sys.stderr)
+                self.unreadable = True
+        self.valid += sum(1 for key in report.keys if key not in self.keys)
+        self.keys.update(report.keys)
+        self.new += report.new
 
 
 def _reason(error: LineError) -> str:

@@ -27,6 +27,35 @@ def add_task_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) -> in
     return len(new)
 
 
+class TaskPartitions:
+    """The `tasks` partitions of the instance, added to chunk by chunk: the stored keys are
+    read once (`add_task_partitions` reads them per call), then only the new ones are sent."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        self.instance = instance
+        self._existing = set(instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME))
+
+    @classmethod
+    def open(cls) -> "TaskPartitions":
+        """Those of the instance of `DAGSTER_HOME` (`close` it)."""
+        from scrapeflow_dagster.instance import get_instance
+
+        return cls(get_instance())
+
+    def add(self, keys: Sequence[str]) -> int:
+        """Add the new ones of `keys`; returns how many."""
+        new = [k for k in dict.fromkeys(keys) if k not in self._existing]
+        for start in range(0, len(new), ADD_CHUNK_KEYS):
+            chunk = new[start : start + ADD_CHUNK_KEYS]
+            self.instance.add_dynamic_partitions(TASKS_PARTITIONS_NAME, chunk)
+        self._existing.update(new)
+        return len(new)
+
+    def close(self) -> None:
+        """Let go of the instance."""
+        self.instance.dispose()
+
+
 def add_new_task_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) -> None:
     """Add `keys`, new tasks (a discovery's), as `tasks` partitions in chunks, without reading
     every partition first (`add_task_partitions`): Dagster skips any that exists."""

@@ -177,3 +177,36 @@ def test_tasks_add_draws_a_progress_bar_on_a_terminal_only(
 
     assert "big.txt: 100%" in on_terminal and "20001/20001" in on_terminal, on_terminal
     assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+
+
+def test_a_file_longer_than_a_chunk_is_added_whole_with_its_repeats_judged_across_chunks(
+    run_command: Run, layout: DataLayout, tmp_path: Path
+) -> None:
+    """`tasks add` stores a file chunk by chunk (flat memory): a line that repeats an earlier
+    chunk's key with the same params counts once, with other params it is refused by line."""
+    from scrapeflow_dagster.cli.tasks import CHUNK_LINES
+
+    count = CHUNK_LINES + 10
+    lines = [f"http://shop.example.com/item/{n}" for n in range(count)]
+    lines += [lines[0], lines[1]]  # repeats of the first chunk, in the second
+    big = tmp_path / "big.txt"
+    big.write_text("\n".join(lines) + "\n")
+    added = run_command("scrapeflow", "tasks", "add", str(big), timeout_seconds=300)
+    assert added.returncode == 0, added.stderr
+    assert f"{big}: {count} valid tasks ({count} new params, {count} new partitions)" in (
+        added.stdout
+    )
+    assert len(list(layout.status_dir.glob("*.status.json"))) == count
+
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(
+        "".join(f'{{"url": "{url}"}}\n' for url in lines[: CHUNK_LINES + 1])
+        + f'{{"url": "{lines[0]}", "country": "de"}}\n'
+    )
+    again = run_command("scrapeflow", "tasks", "add", str(changed), timeout_seconds=300)
+    assert again.returncode == 1, again.stderr
+    assert f"refused: {changed}:{CHUNK_LINES + 2}: " in again.stderr
+    assert "country differ" in again.stderr
+    assert f"{CHUNK_LINES + 1} valid tasks (0 new params, 0 new partitions), 1 lines" in (
+        again.stdout
+    )

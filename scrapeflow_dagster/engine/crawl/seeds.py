@@ -68,11 +68,13 @@ def sitemap_seeds(
     robots: bool,
     settings: ScrapeSettings | None = None,
     proxy_provider: ProxyProvider | None = None,
+    reread: bool = False,
 ) -> SitemapSeeds:
     """The pages of `sitemaps` and (with `robots`) of those the robots.txt of the seeds of the
     task files `files` announce, each as the sitemap writes its URL, with the trust it
     inherits (`state.trust`); every file fetched through the gate of the runs over `layout`
-    (their robots.txt cache, host slots, `settings` and proxies)."""
+    (their robots.txt cache, host slots, `settings` and proxies); a sitemap read within
+    robots.txt's max age is taken from its copy unless `reread`."""
     seeds: list[dict[str, Any]] = []
     if robots:
         for name in files:
@@ -81,7 +83,7 @@ def sitemap_seeds(
     if not sitemaps and not seeds:
         return found
     reading = asyncio.run(
-        _read(layout, sitemaps, seeds, settings or ScrapeSettings(), proxy_provider)
+        _read(layout, sitemaps, seeds, settings or ScrapeSettings(), proxy_provider, reread)
     )
     found.files, found.problems = len(reading.files), list(reading.problems)
     now = utc_now()
@@ -106,9 +108,10 @@ async def _read(
     seeds: Sequence[dict[str, Any]],
     settings: ScrapeSettings,
     proxy_provider: ProxyProvider | None,
+    reread: bool,
 ) -> SitemapReading:
     async with open_gate(layout.status_dir, settings, proxy_provider=proxy_provider) as context:
-        return await read_sitemaps(context, sitemaps, robots_of=seeds)
+        return await read_sitemaps(context, sitemaps, robots_of=seeds, reread=reread)
 
 
 def _row(url: str, sitemap: str, outcome: str, key: str | None, now: datetime) -> FrontierRow:

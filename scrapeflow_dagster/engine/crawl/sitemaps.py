@@ -7,11 +7,16 @@ hop, the body cap, the proxy. Each URL a sitemap gives inherits the trust of wha
 (`state.trust`): a sitemap fetched from a public address lists public pages only, so an entry
 or child on an internal address is refused (`refused_address`).
 
-The sitemaps.org host rule: the entries and child sitemaps of a file must be on its own origin,
-unless the robots.txt of the entry's origin announces the file (or an index above it):
-cross-submission. The others are skipped (`other_host`), never fetched.
+A file read is kept (`sitemap_cache`) and not asked again while younger than
+`robots_max_age_seconds` (unless `reread`), then asked conditionally: a crawl run again is
+silent.
+
+The sitemaps.org host rule: the entries and child sitemaps of a file must be on its own site
+(`site_of`: host and port), unless the robots.txt of the entry's origin announces the file (or
+an index above it): cross-submission. The others are skipped (`other_host`), never fetched.
 """
 
+import dataclasses
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +26,14 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from scrapeflow_dagster.engine.crawl.sitemap_cache import (
+    cached_sitemap,
+    keep_sitemap,
+    touch_sitemap,
+)
 from scrapeflow_dagster.engine.errors import AddressRefusedError, ScrapeError
 from scrapeflow_dagster.engine.gate.fetch import fetch
+from scrapeflow_dagster.engine.gate.hops import NOT_MODIFIED
 from scrapeflow_dagster.engine.gate.route import route_of
 from scrapeflow_dagster.engine.polite.addresses import GuardedResolver
 from scrapeflow_dagster.engine.polite.robots import origin_of
@@ -80,7 +91,7 @@ class _File:
     url: str
     trust: str | None
     above: tuple[str, ...]
-    origins: frozenset[str]
+    origins: frozenset[str]  # the sites it may list (`site_of`)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -92,8 +103,9 @@ class _Reader:
     """One reading: the queue of files, the answers of robots.txt files asked for
     cross-submission, the hosts the guard already judged."""
 
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: Context, *, reread: bool = False) -> None:
         self.context = context
+        self.reread = reread
         self.reading = SitemapReading()
         self.queue: list[_File] = []
         self.seen: set[str] = set()
@@ -153,7 +165,7 @@ class _Reader:
         if why is not None:
             self.reading.skipped.append(Skipped(raw, file.url, REFUSED_ADDRESS, why))
             return None
-        if host_rule and origin_of(url) not in file.origins:
+        if host_rule and site_of(url) not in file.origins:
             # Cross-submission: robots.txt of the entry's origin announces this file or one
             # above it. That robots.txt is asked with the entry's trust.
             announced = await self.announced_by(url, {"url": str(url), TRUST: trust})
@@ -163,29 +175,60 @@ class _Reader:
                 return None
         return url
 
-    async def read(self, file: _File) -> None:
-        """Fetch and parse one file; queue its children, keep its pages."""
+    async def _text(self, file: _File) -> tuple[str, bool, str] | None:
+        """The text of `file` and whether it came from an intranet page: the kept copy while
+        it is fresh, else a request through the gate (conditional when a copy is kept); None
+        when it cannot be read (a problem noted)."""
+        context = self.context
+        kept = cached_sitemap(context.dir, file.url, file.trust)
+        fresh = context.settings.polite.robots_max_age_seconds
+        if kept is not None and not self.reread and kept.age_seconds <= fresh:
+            return kept.text, kept.intranet, kept.final_url
+        conditional = kept.conditional() if kept is not None else None
         try:
-            fetched = await fetch(self.context, file.params)
-            cap = self.context.settings.max_body_bytes
+            fetched = await fetch(context, file.params, conditional=conditional)
+            if kept is not None and conditional and fetched.status == NOT_MODIFIED:
+                touch_sitemap(context.dir, file.url, file.trust, kept)
+                return kept.text, kept.intranet, kept.final_url
+            cap = context.settings.max_body_bytes
             body = fetched.body
             data = _gunzip(body, cap) if body.startswith(_GZIP_MAGIC) else body
         except (ScrapeError, ValueError) as exc:
             self.reading.problems.append(f"{redact(file.url)}: {_why(exc)}")
+            return None
+        text = data.decode("utf-8", "replace")
+        keep_sitemap(
+            context.dir,
+            file.url,
+            file.trust,
+            text=text,
+            final_url=fetched.final_url,
+            intranet=fetched.intranet,
+            headers=fetched.headers,
+        )
+        return text, fetched.intranet, fetched.final_url
+
+    async def read(self, file: _File) -> None:
+        """Read one file (`_text`); queue its children, keep its pages."""
+        got = await self._text(file)
+        if got is None:
             return
+        text, intranet, final_url = got
         self.reading.files.append(file.url)
-        trust = inherited_trust(fetched.intranet)
+        # Answered from elsewhere (a redirect the gate let through): that site is its own too.
+        file = dataclasses.replace(file, origins=file.origins | {site_of(URL(final_url))})
+        trust = inherited_trust(intranet)
         # Imported here, once a sitemap is read: usp (and requests below it) takes ~0.1 s,
         # which a crawl of a site without sitemaps would pay at its start.
         from usp.objects.sitemap import AbstractIndexSitemap, AbstractPagesSitemap
         from usp.tree import sitemap_from_str
 
-        parsed = sitemap_from_str(data.decode("utf-8", "replace"))
+        parsed = sitemap_from_str(text)
         if isinstance(parsed, AbstractIndexSitemap):
             for sub in parsed.sub_sitemaps:
                 url = await self.judge(file, sub.url, trust)
                 if url is not None and sub.url not in self.seen:
-                    origins = file.origins | {origin_of(url)}
+                    origins = file.origins | {site_of(url)}
                     self.queue.append(_File(sub.url, trust, (*file.above, file.url), origins))
         elif isinstance(parsed, AbstractPagesSitemap):
             for page in parsed.pages:
@@ -203,6 +246,7 @@ async def read_sitemaps(
     *,
     robots_of: Sequence[Mapping[str, Any]] = (),
     max_sitemaps: int = MAX_SITEMAPS,
+    reread: bool = False,
 ) -> SitemapReading:
     """Fetch and parse `sitemaps` (given by the user: their own URL decides their trust) and
     those the robots.txt of the origin of each seed of `robots_of` (task params) announces;
@@ -211,16 +255,17 @@ async def read_sitemaps(
 
     A file that cannot be fetched or parsed is a problem of the reading, named by URL; it
     never stops the others. Entries and children that break the host rule or the guard are
-    `skipped`, never fetched.
+    `skipped`, never fetched. With `reread`, a file whose copy is still fresh is asked again
+    (conditionally) all the same.
     """
-    reader = _Reader(context)
+    reader = _Reader(context, reread=reread)
     for url in dict.fromkeys(sitemaps):
         try:
-            origin = origin_of(request_url(url))
+            site = site_of(request_url(url))
         except ValueError:
             reader.reading.problems.append(f"{redact(url)!r} is not a URL")
             continue
-        reader.queue.append(_File(url, None, (), frozenset({origin})))
+        reader.queue.append(_File(url, None, (), frozenset({site})))
     for params in robots_of:
         await _queue_announced(reader, params)
     while reader.queue and len(reader.seen) < max_sitemaps:
@@ -246,12 +291,21 @@ async def _queue_announced(reader: _Reader, seed: Mapping[str, Any]) -> None:
         reader.reading.problems.append(f"seed {redact(str(seed.get('url')))!r}: {exc}")
         return
     trust = inherited_trust(await route.reached_intranet(url))
-    robots = _File(f"{origin_of(url)}/robots.txt", trust, (), frozenset({origin_of(url)}))
+    robots = _File(f"{origin_of(url)}/robots.txt", trust, (), frozenset({site_of(url)}))
     for announced in sorted(await reader.announced_by(url, seed)):
         target = await reader.judge(robots, announced, trust, host_rule=False)
         if target is not None:
-            origins = frozenset({origin_of(url), origin_of(target)})
+            origins = frozenset({site_of(url), site_of(target)})
             reader.queue.append(_File(announced, trust, (), origins))
+
+
+def site_of(url: URL) -> str:
+    """The site a sitemap may list pages of: its host, and its port when not the scheme's
+    default (sitemaps.org asks for one protocol too; a site moved to https whose sitemaps
+    still say http is common enough that both schemes count as one site)."""
+    port = url.explicit_port
+    host = (url.host or "").lower()
+    return host if port is None or port in (80, 443) else f"{host}:{port}"
 
 
 def _why(exc: BaseException) -> str:

@@ -29,7 +29,8 @@ from scrapeflow_dagster.engine.tasks.intake import LineError, build_task
 from scrapeflow_dagster_tests.conftest import fast_settings
 
 PUBLIC_ADDRESS = "127.0.0.2"
-Routes = dict[str, Callable[["Site"], web.StreamResponse]]
+Route = Callable[["Site", web.Request], web.StreamResponse]
+Routes = dict[str, Route]
 
 
 class Site:
@@ -49,7 +50,7 @@ class Site:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.seen[request.headers.get("Host", ""), request.path] += 1
         route = self.routes.get(request.path)
-        return route(self) if route else web.Response(status=404)
+        return route(self, request) if route else web.Response(status=404)
 
     async def start(self) -> None:
         app = web.Application()
@@ -80,21 +81,29 @@ def settings() -> ScrapeSettings:
     return dataclasses.replace(fast_settings(), allowed_networks=(f"{PUBLIC_ADDRESS}/32",))
 
 
-def text(body: str, content_type: str = "text/plain") -> Callable[[Site], web.Response]:
-    return lambda site: web.Response(text=body, content_type=content_type)
+def text(body: str, content_type: str = "text/plain", etag: str | None = None) -> Route:
+    """`body`; with an `etag`, a 304 to a request that names it (If-None-Match)."""
+
+    def answer(site: Site, request: web.Request) -> web.Response:
+        if etag is not None and request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers={"ETag": etag})
+        headers = {"ETag": etag} if etag else {}
+        return web.Response(text=body, content_type=content_type, headers=headers)
+
+    return answer
 
 
-def redirect(location: str) -> Callable[[Site], web.Response]:
-    return lambda site: web.Response(status=302, headers={"Location": location})
+def redirect(location: str) -> Route:
+    return lambda site, request: web.Response(status=302, headers={"Location": location})
 
 
-def urlset(*urls: str) -> Callable[[Site], web.Response]:
+def urlset(*urls: str, etag: str | None = None) -> Route:
     entries = "".join(f"<url><loc>{url}</loc></url>" for url in urls)
     xml = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
-    return text(xml, "application/xml")
+    return text(xml, "application/xml", etag)
 
 
-def index(*urls: str) -> Callable[[Site], web.Response]:
+def index(*urls: str) -> Route:
     entries = "".join(f"<sitemap><loc>{url}</loc></sitemap>" for url in urls)
     xml = f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</sitemapindex>'
     return text(xml, "application/xml")
@@ -140,8 +149,14 @@ def test_a_task_file_line_with_an_unknown_trust_is_refused_by_name() -> None:
     assert "trust must be one of public, intranet, got 'everyone'" in str(line)
 
 
-async def read(tmp_path: Path, sitemaps: list[str], seeds: list[str]) -> SitemapReading:
-    async with open_gate(tmp_path, settings()) as context:
+async def read(
+    tmp_path: Path, sitemaps: list[str], seeds: list[str], *, fresh_seconds: float | None = None
+) -> SitemapReading:
+    given = settings()
+    if fresh_seconds is not None:
+        polite = dataclasses.replace(given.polite, robots_max_age_seconds=fresh_seconds)
+        given = dataclasses.replace(given, polite=polite)
+    async with open_gate(tmp_path, given) as context:
         seeds_params = [{"url": url, "trust": "public"} for url in seeds]
         return await read_sitemaps(context, sitemaps, robots_of=seeds_params)
 
@@ -210,3 +225,23 @@ async def test_an_intranet_sitemap_a_user_gives_lists_intranet_pages(
     assert [(page.url, page.trust) for page in reading.pages] == [
         (f"{internal.base}/wiki/a", "intranet")
     ]
+
+
+async def test_a_sitemap_read_again_is_taken_from_its_copy_then_asked_conditionally(
+    sites: tuple[Site, Site, Site], tmp_path: Path
+) -> None:
+    """A crawl run again sends no request for sitemaps that were just read; once the copy is
+    older than robots.txt's max age, a 304 keeps it."""
+    public, _, _ = sites
+    host = f"{PUBLIC_ADDRESS}:{public.port}"
+    public.routes["/robots.txt"] = text(f"Sitemap: {public.base}/pages.xml\n")
+    public.routes["/pages.xml"] = urlset(f"{public.base}/a", etag='"v1"')
+    seeds = [f"{public.base}/"]
+
+    first = await read(tmp_path, [], seeds)
+    again = await read(tmp_path, [], seeds)
+    assert public.seen == Counter({(host, "/robots.txt"): 1, (host, "/pages.xml"): 1})
+    stale = await read(tmp_path, [], seeds, fresh_seconds=0)
+    assert public.seen[host, "/pages.xml"] == 2  # asked again, answered 304
+    pages = [[page.url for page in reading.pages] for reading in (first, again, stale)]
+    assert pages == [[f"{public.base}/a"]] * 3
