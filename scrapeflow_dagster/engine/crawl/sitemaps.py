@@ -111,6 +111,12 @@ class _Reader:
         self.seen: set[str] = set()
         self._announced: dict[str, frozenset[str]] = {}  # origin -> sitemaps its robots.txt names
         self._refused: dict[str, str | None] = {}  # host -> why the guard refuses it
+        self._resolver: GuardedResolver | None = None  # made on first use, closed by `close`
+
+    async def close(self) -> None:
+        """Close the resolver the guard's checks used, if any."""
+        if self._resolver is not None:
+            await self._resolver.close()
 
     async def announced_by(self, url: URL, params: Mapping[str, Any]) -> frozenset[str]:
         """The sitemaps robots.txt of `url`'s origin announces, read through the gate with the
@@ -140,9 +146,11 @@ class _Reader:
         host = url.raw_host or ""
         if host not in self._refused:
             why: str | None = None
+            if self._resolver is None:
+                self._resolver = GuardedResolver(guard)
             try:
                 with guard.guarding(host, task_internal=False, what=redact(str(url))):
-                    await GuardedResolver(guard).resolve(host, url.port or 0)
+                    await self._resolver.resolve(host, url.port or 0)
             except AddressRefusedError as exc:
                 why = str(exc)
             except OSError:
@@ -259,6 +267,19 @@ async def read_sitemaps(
     (conditionally) all the same.
     """
     reader = _Reader(context, reread=reread)
+    try:
+        await _read_all(reader, sitemaps, robots_of, max_sitemaps)
+    finally:
+        await reader.close()
+    return reader.reading
+
+
+async def _read_all(
+    reader: _Reader,
+    sitemaps: Sequence[str],
+    robots_of: Sequence[Mapping[str, Any]],
+    max_sitemaps: int,
+) -> None:
     for url in dict.fromkeys(sitemaps):
         try:
             site = site_of(request_url(url))
@@ -276,7 +297,6 @@ async def read_sitemaps(
         await reader.read(file)
     if reader.queue:
         reader.reading.problems.append(f"more than {max_sitemaps} sitemap files: the rest unread")
-    return reader.reading
 
 
 async def _queue_announced(reader: _Reader, seed: Mapping[str, Any]) -> None:
