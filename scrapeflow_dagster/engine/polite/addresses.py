@@ -21,6 +21,7 @@ session you pass to `execute_async` yourself has no guarded resolver (literals o
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import socket
 from collections.abc import Iterator, Sequence
@@ -89,6 +90,9 @@ def internal_kind(address: IpAddress) -> str | None:
     return None if address.is_global else "non-global"
 
 
+# Asked for every guarded request, mostly for a few hosts again and again: an answer is a
+# frozen address (or None), safe to share.
+@functools.lru_cache(maxsize=1 << 16)
 def literal_address(host: str) -> IpAddress | None:
     """The address `host` names when it is an IP literal, None when it is a name.
 
@@ -179,10 +183,15 @@ class AddressGuard:
     async def is_internal_host(self, host: str) -> bool:
         """Whether `host` (a task's own) is, or resolves to, an internal address (one resolution
         per host and run; a name that does not resolve counts as public)."""
+        # Asked once or twice per request (its route, then its page's trust): a dict lookup
+        # rather than a parse each time.
+        known = self._internal_hosts.get(host)
+        if known is not None:
+            return known
         literal = literal_address(host)
         if literal is not None:
-            return internal_kind(literal) is not None
-        if host not in self._internal_hosts:
+            self._internal_hosts[host] = internal_kind(literal) is not None
+        else:
             try:
                 infos = await asyncio.get_running_loop().getaddrinfo(
                     host, None, type=socket.SOCK_STREAM
