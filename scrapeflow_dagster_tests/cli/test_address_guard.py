@@ -10,6 +10,7 @@ import sys
 import textwrap
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -118,3 +119,41 @@ def test_public_tasks_never_reach_internal_addresses_and_intranet_tasks_do(
     # An allowed network lets a public task's redirect in.
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert reached_after.get("/page/1") == 1
+
+
+def test_an_intranet_task_redirected_through_a_public_site_is_not_led_back_inside(
+    public_host: PublicHost,  # noqa: F811
+    run_command: Run,
+    layout: DataLayout,
+    tmp_path: Path,
+) -> None:
+    """A redirect is a URL learned from the answer that sent it: an intranet task whose own
+    server sends it to a public site may follow it there, but the public site's redirect back
+    inside is refused (and the task's page, had it been answered publicly, would be public)."""
+    public_host.start([sys.executable, "-c", SITE], stdout=open(tmp_path / "site.log", "w"))
+    public = f"http://{public_host.address}:{PORT}"
+    wait_until(
+        lambda: answers(f"{public}/health"),
+        timeout_seconds=30,
+        poll_seconds=0.2,
+        what="the public site",
+    )
+    with SiteThread(pages=10) as internal:
+        port = int(internal.base_url.rsplit(":", 1)[1])
+        back_inside = f"{public}/hostile/r/to?url=" + quote(f"http://127.0.0.1:{port}/page/5")
+        out_and_back = f"http://127.0.0.1:{port}/hostile/r/to?url=" + quote(back_inside)
+        rows = [("out-and-back", out_and_back), ("out", f"{public}/page/6")]
+        keys = add_through_the_cli(run_command, tmp_path, rows)
+        select = ["--select", "scrape", "--partition-range", f"{keys[0]}...{keys[-1]}"]
+        module = ["asset", "materialize", "-m", "scrapeflow_dagster.definitions"]
+        done = run_command("dagster", *module, *select, timeout_seconds=300)
+        reached = requested(internal)
+        status = load_status(layout.status_dir, "out-and-back")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "/page/5" not in reached, reached
+    assert status is not None
+    assert status["scrape_status"].startswith(
+        f"ERROR AddressRefusedError::redirect to http://127.0.0.1:{port}/page/5: 127.0.0.1 is a "
+        "loopback address"
+    ), status["scrape_status"]

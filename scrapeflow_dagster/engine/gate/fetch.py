@@ -121,7 +121,9 @@ async def fetch(
                         verify_tls=verify,
                         guarding=route.guarding,
                     )
-            body, response = await request_once(context, route, url, params, proxy, conditional)
+            body, response, final_route = await request_once(
+                context, route, url, params, proxy, conditional
+            )
             if validate is not None:
                 try:
                     validate(body)
@@ -153,5 +155,5 @@ async def fetch(
         if provider is not None and proxy is not None:
             provider.report_success(proxy)
         headers = {k: response.headers.getone(k) for k in response.headers.keys()}
-        intranet = route.intranet and await route.reached_intranet(response.url)
+        intranet = final_route.intranet and await final_route.reached_intranet(response.url)
         return Fetched(body, response.status, headers, str(response.url), attempts, proxy, intranet)

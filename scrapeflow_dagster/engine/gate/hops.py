@@ -63,13 +63,15 @@ async def request_once(
     params: dict[str, Any],
     proxy: str | None,
     conditional: dict[str, str] | None = None,
-) -> tuple[bytes, aiohttp.ClientResponse]:
+) -> tuple[bytes, aiohttp.ClientResponse, Route]:
     """One try of a request for `url` with the task's `params`, redirects followed hop by hop.
 
+    A redirect is a URL learned from the answer that sent it: once a hop of an intranet route
+    is answered from a public address, the hops after it go out on the public route (guarded).
+
     Returns:
-        The body and the final response (its `url` is the last hop's).
+        The body, the final response (its `url` is the last hop's) and the route of its hop.
     """
-    session = route.session
     settings = context.settings
     payload = params.get("post_payload")
     method = "POST" if payload is not None else "GET"
@@ -90,7 +92,7 @@ async def request_once(
             slot = polite.try_acquire(host) or await polite.acquire(host)
         try:
             with route.guarding(current, what):
-                async with session.request(
+                async with route.session.request(
                     method,
                     current,
                     json=payload if method == "POST" else None,
@@ -110,7 +112,8 @@ async def request_once(
                         ):
                             method = "GET"
                     else:
-                        return await read_answer(context, response, proxy, conditional)
+                        body, answer = await read_answer(context, response, proxy, conditional)
+                        return body, answer, route
         finally:
             if slot is not None:
                 polite.release(slot)  # type: ignore[union-attr]
@@ -119,6 +122,7 @@ async def request_once(
             raise TooManyRedirectsError(
                 f"more than {settings.max_redirects} redirects (the last to {redact(str(target))})"
             )
+        route = await after_hop(route, current)
         await gate_hop(context, route, params, target, proxy=proxy, verify_tls=verify)
         current = target
 
@@ -147,6 +151,15 @@ async def read_answer(
         # Content-Length is the decoded size.
         return await response.read(), response
     return await read_capped(response, cap), response
+
+
+async def after_hop(route: Route, answered: URL) -> Route:
+    """The route of the hops after one `answered` by `answered`'s host: an intranet route stays
+    one only while its hops are answered from internal addresses; a redirect a public server
+    sends is a URL learned from a public page, so it must be public."""
+    if not route.intranet or route.guard is None or await route.reached_intranet(answered):
+        return route
+    return Route(route.guard.session or route.session, route.guard, False)
 
 
 def redirect_target(current: URL, location: str) -> URL:
