@@ -11,9 +11,13 @@ Modules:
         redacted).
     spool: spool file location, names, listing, and setting aside unusable files.
     ledger: `Ledger`, the buffered writer runs use.
+    open_markers: the marker each open Ledger keeps (since when DuckDB may lag the files).
     connection: opening DuckDB under its one-writer rule, with lock backoff.
     sync: ingest of spool files into DuckDB, one transaction per batch.
     rebuild: DuckDB made to agree with the status files, read through `engine.state`.
+    repair: the rows a killed run lost, recorded again from its status files.
+    status_counts: `scrapeflow status`'s exact counts from DuckDB and the files it lags.
+    status_folder, status_labels: the status folder's listing and labels for those counts.
     schema: the SQL (tables, the `current_state` view, ingest statements).
     queries: the queries users run, and `summary_text`.
     frames: results as pandas frames (`read_pages`, `read_steps`, `read_current_state`).
@@ -53,6 +57,7 @@ from scrapeflow_dagster.engine.history.rows import (
     TaskRow,
 )
 from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
+from scrapeflow_dagster.engine.history.status_counts import StatusCounts, count_statuses
 from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
 from scrapeflow_dagster.engine.state.schema import utc_now
 
@@ -65,6 +70,7 @@ __all__ = [
     "Ledger",
     "LedgerLockedError",
     "RebuildResult",
+    "StatusCounts",
     "StatusFileProblem",
     "PageRow",
     "StepRow",
@@ -80,6 +86,7 @@ __all__ = [
     "read_result",
     "read_steps",
     "rebuild_from_status_dir",
+    "count_statuses",
     "summary_text",
     "sync_spool",
     "utc_now",

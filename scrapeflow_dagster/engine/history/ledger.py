@@ -1,7 +1,9 @@
 """The `Ledger`: the writer runs use, which never opens DuckDB on the hot path.
 
 A Ledger buffers rows in memory and writes them, every `batch_rows` rows and on `flush()`, to a
-spool file (JSONL, written atomically); `sync()` hands the spool to `sync_spool`.
+spool file (JSONL, written atomically); `sync()` hands the spool to `sync_spool`. While it is
+open it keeps a marker file (`open_markers`) saying since when the status files may hold
+results its spool does not yet: `scrapeflow status` reads only those files beside DuckDB.
 
     with Ledger(db_path, run_id=run_id) as ledger:
         ledger.record_task(TaskRow.from_params(key, params))
@@ -12,6 +14,7 @@ spool file (JSONL, written atomically); `sync()` hands the spool to `sync_spool`
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +22,7 @@ from typing import Any, Self
 
 import duckdb
 
+from scrapeflow_dagster.engine.history.open_markers import LedgerMarker
 from scrapeflow_dagster.engine.history.rows import (
     FrontierRow,
     PageRow,
@@ -41,6 +45,7 @@ class Ledger:
 
     Safe to share between threads. Several processes may each have a Ledger on the same
     database and the same spool folder: spool names are unique and ingest is idempotent.
+    Close it (or use it as a context manager): its marker stays until then.
     """
 
     def __init__(
@@ -50,18 +55,21 @@ class Ledger:
         spool_dir: Path | None = None,
         run_id: str | None = None,
         batch_rows: int = 5000,
+        keep_marker: bool = True,
     ) -> None:
-        """Create a ledger; nothing touches DuckDB until `sync`.
+        """Create a ledger and its marker; nothing touches DuckDB until `sync`.
 
         Args:
             db_path: The DuckDB file (created by the first sync).
             spool_dir: Where spool files go; default `<db_path.parent>/ledger-spool/`.
             run_id: Recorded on step rows that carry no run id of their own.
             batch_rows: Rows buffered in memory before they are written to a spool file.
+            keep_marker: False for a Ledger that records no step rows (tasks, frontier): no
+                marker is written until a step row is (a file creation saved, ~1 ms on disk).
 
         Raises:
             ValueError: when `batch_rows` is below 1.
-            OSError: when the spool folder cannot be created.
+            OSError: when the spool folder or the marker cannot be created.
         """
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
@@ -76,6 +84,14 @@ class Ledger:
         self._buffered_rows = 0
         self._seq = itertools.count()
         self._lock = threading.Lock()
+        # Written before the first status file of a step can be, so a kill at any later moment
+        # leaves it behind: status files written since its time are then read, not trusted to
+        # DuckDB. (Made at the first step row instead, a kill between that step's status file
+        # and its row would leave no trace.)
+        self._marker = LedgerMarker(self.spool_dir)
+        self._batch_started = time.time()
+        if keep_marker:
+            self._marker.hold(self._batch_started)
 
     @property
     def buffered_rows(self) -> int:
@@ -97,7 +113,7 @@ class Ledger:
         Raises:
             OSError: when a due spool file cannot be written (the rows stay buffered).
         """
-        self._append(step_line, row)
+        self._append(step_line, row, step=True)
 
     def record_page(self, row: PageRow) -> None:
         """Buffer a parsed page for the `pages` table; writes a spool file at `batch_rows`.
@@ -128,9 +144,15 @@ class Ledger:
             if not self._buffer:
                 return None
             path = self.spool_dir / new_spool_name()
+            next_batch = time.time()
             write_bytes_atomic(path, bytes(self._buffer))
             self._buffer.clear()
             self._buffered_rows = 0
+            if self._marker.held:
+                # The next batch may hold a row whose status file was written during this one
+                # (recorded a moment after its write), hence this batch's start, not the flush.
+                self._hold_marker(self._batch_started)
+            self._batch_started = next_batch
         return path
 
     def sync(self, *, lock_timeout_seconds: float = 10.0) -> SyncResult:
@@ -155,6 +177,9 @@ class Ledger:
             OSError: when the last spool file cannot be written (rows would be lost otherwise).
         """
         self.flush()
+        with self._lock:
+            if not self._buffer:  # a thread may have recorded a row since the flush
+                self._marker.release()
         if not sync:
             return None
         try:
@@ -177,10 +202,22 @@ class Ledger:
         # Rows recorded before a failure are still worth keeping, so close on errors too.
         self.close()
 
-    def _append(self, to_line: Callable[[Any, int, str | None], bytes], row: object) -> None:
+    def _append(
+        self, to_line: Callable[[Any, int, str | None], bytes], row: object, *, step: bool = False
+    ) -> None:
         with self._lock:
+            if step and not self._marker.held:  # after `close`, or made without a marker
+                self._marker.hold(self._batch_started)
             self._buffer += to_line(row, next(self._seq), self.run_id)
             self._buffered_rows += 1
             full = self._buffered_rows >= self.batch_rows
         if full:
             self.flush()
+
+    def _hold_marker(self, since: float) -> None:
+        # After a spool file was written: a failure leaves the older marker, which says more
+        # files may lag than do (slower, still right), so it is logged rather than raised.
+        try:
+            self._marker.hold(since)
+        except OSError:
+            logger.warning("ledger marker %s not updated", self._marker.path, exc_info=True)

@@ -6,7 +6,7 @@ A summary syncs the spool first (best effort), so it includes the rows runs have
 import duckdb
 
 from scrapeflow_dagster.engine.history.connection import connect_readonly
-from scrapeflow_dagster.engine.history.ledger import Ledger
+from scrapeflow_dagster.engine.history.sync import sync_spool
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
 # The same queries docs/duckdb.md shows; each reads the `current_state` view or `step_runs`.
@@ -57,9 +57,7 @@ def summary_text(layout: DataLayout, *, lock_timeout_seconds: float = 10.0) -> s
         duckdb.Error: for a broken database.
     """
     # Nothing of ours is buffered: a sync, not a Ledger's close (which would wait its own 10 s).
-    synced = Ledger(layout.db_path, spool_dir=layout.spool_dir).sync(
-        lock_timeout_seconds=lock_timeout_seconds
-    )
+    synced = sync_spool(layout.db_path, layout.spool_dir, lock_timeout_seconds=lock_timeout_seconds)
     parts = []
     if synced.locked:
         parts.append(f"(DuckDB is held by another process; {synced.pending_files} files wait)")

@@ -8,6 +8,7 @@ only where its `current_state` disagrees with a file.
 import itertools
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,7 +93,9 @@ def rebuild_from_status_dir(
         rows_path = Path(tmp) / f"rebuild{SPOOL_SUFFIX}"
         # Streamed to a file as parsed, so memory stays flat however many status files there are.
         with rows_path.open("wb") as rows_file:
-            files_read, problems = _read_status_dir(Path(status_dir), run_id, rows_file)
+            # Sorted so that two rebuilds of the same folder write the same rows in the same order.
+            paths = sorted(iter_status_files(Path(status_dir)))
+            files_read, problems = write_status_rows(paths, run_id, rows_file)
         set_aside = None
         try:
             conn = connect_read_write(Path(db_path), lock_timeout_seconds)
@@ -107,7 +110,7 @@ def rebuild_from_status_dir(
             raise LedgerLockedError(f"{db_path} stayed locked for {lock_timeout_seconds} s")
         try:
             conn.execute(sql.SCHEMA_SQL)
-            tasks, steps = in_transaction(conn, lambda: _apply_rebuild(conn, rows_path))
+            tasks, steps = in_transaction(conn, lambda: apply_status_rows(conn, rows_path))
         finally:
             conn.close()
     return RebuildResult(files_read, tasks, steps, tuple(problems), set_aside)
@@ -225,14 +228,18 @@ def _checked_stamp(path: Path, status: StatusData, field: str) -> datetime | Non
     return moment
 
 
-def _read_status_dir(
-    status_dir: Path, run_id: str, out: BinaryIO
+def write_status_rows(
+    paths: Iterable[Path], run_id: str, out: BinaryIO
 ) -> tuple[int, list[StatusFileProblem]]:
+    """Write the spool lines of the status files `paths` (task, steps, pages) to `out`.
+
+    Returns:
+        How many files were read, and one `StatusFileProblem` per file that could not be.
+    """
     problems: list[StatusFileProblem] = []
     files_read = 0
     seq = itertools.count()
-    # Sorted so that two rebuilds of the same folder write the same rows in the same order.
-    for path in sorted(iter_status_files(status_dir)):
+    for path in paths:
         try:
             task, steps, pages = parse_status_file_rows(path, run_id=run_id)
         except (StatusFileError, OSError) as exc:
@@ -247,7 +254,13 @@ def _read_status_dir(
     return files_read, problems
 
 
-def _apply_rebuild(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple[int, int]:
+def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple[int, int]:
+    """Make DuckDB agree with the rows `write_status_rows` wrote (call it in a transaction):
+    tasks upserted, a step run appended where `current_state` disagrees, pages upserted.
+
+    Returns:
+        Tasks upserted, step runs appended.
+    """
     load_spool(conn, [rows_path])
     tasks = count(conn.execute(sql.UPSERT_TASKS_SQL))
     steps = count(conn.execute(sql.INSERT_DISAGREEING_STEPS_SQL))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from scrapeflow_dagster.engine.history.connection import connect_readonly
-from scrapeflow_dagster.engine.history.ledger import Ledger
+from scrapeflow_dagster.engine.history.sync import sync_spool
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
 FETCH_EXECUTOR = "scrape"
@@ -94,8 +94,8 @@ def crawl_summary(layout: DataLayout, *, fetch_executor: str = FETCH_EXECUTOR) -
     Raises:
         LedgerLockedError: when a writer held the file for longer than the default wait.
     """
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        ledger.sync()
+    # A sync alone, not a Ledger: one records nothing here, and would sync twice and keep a marker.
+    sync_spool(layout.db_path, layout.spool_dir)
     conn = connect_readonly(layout.db_path)
     try:
         return _summarise(conn, fetch_executor)

@@ -8,7 +8,10 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
+
+import orjson
 
 logger = logging.getLogger(__name__)
 
@@ -62,3 +65,51 @@ def quarantine(path: Path, exc: Exception) -> Path | None:
         return None  # Deleted by hand while we read it: nothing left to set aside.
     logger.error("spool file %s is unusable, moved to %s: %s", path, bad, exc)
     return bad
+
+
+def bad_spool_files(spool_dir: Path) -> list[Path]:
+    """The spool files a sync set aside as unreadable (`quarantine`); none when the folder is
+    missing.
+
+    Raises:
+        OSError: when the folder exists but cannot be listed.
+    """
+    try:
+        entries = list(os.scandir(spool_dir))
+    except FileNotFoundError:
+        return []
+    suffix = SPOOL_SUFFIX + BAD_SPOOL_SUFFIX
+    return sorted(Path(e.path) for e in entries if e.name.endswith(suffix))
+
+
+def step_keys(paths: Iterable[Path]) -> tuple[set[str], int]:
+    """The task keys of the step rows in spool files, line by line (a bad line is counted,
+    the others still read; a file gone meanwhile is skipped).
+
+    Returns:
+        The keys, and how many lines could not be read as a row.
+    """
+    keys: set[str] = set()
+    bad_lines = 0
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue  # ingested since the listing
+        for line in data.splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                bad_lines += 1
+                continue
+            if not isinstance(row, dict):
+                bad_lines += 1
+            elif row.get("kind") == "s":
+                key = row.get("key")
+                if isinstance(key, str):
+                    keys.add(key)
+                else:
+                    bad_lines += 1
+    return keys, bad_lines

@@ -82,11 +82,21 @@ def sync_spool(
     if conn is None:
         return SyncResult(ingested_rows=0, pending_files=len(spool_files(spool_dir)), locked=True)
     try:
-        conn.execute(sql.SCHEMA_SQL)
-        remove_joined_leftovers(spool_dir)
-        rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir))
+        return sync_spool_into(conn, spool_dir)
     finally:
         conn.close()
+
+
+def sync_spool_into(conn: duckdb.DuckDBPyConnection, spool_dir: Path) -> SyncResult:
+    """`sync_spool` on a connection the caller opened read-write (and closes), for a caller
+    that goes on to use it (`status_counts`): the schema is made, the spool ingested.
+
+    Raises:
+        duckdb.Error: for a broken database.
+    """
+    conn.execute(sql.SCHEMA_SQL)
+    remove_joined_leftovers(spool_dir)
+    rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir))
     return SyncResult(
         ingested_rows=rows,
         pending_files=len(spool_files(spool_dir)),

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapeflow_dagster.engine.history import StepRow, connect_readonly
+from scrapeflow_dagster.engine.history.open_markers import OPEN_DIR_NAME
 
 T0 = datetime(2026, 11, 22, 14, 0, 0)
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -32,6 +33,11 @@ def query(db_path: Path, sql: str) -> list[tuple[Any, ...]]:
 def spool_files(spool_dir: Path) -> list[Path]:
     """The spool files waiting in `spool_dir`, in name order."""
     return sorted(spool_dir.glob("*.jsonl"))
+
+
+def spool_entries(spool_dir: Path) -> list[Path]:
+    """Everything in `spool_dir` but the folder of open ledgers' markers (`open_markers`)."""
+    return [p for p in spool_dir.iterdir() if p.name != OPEN_DIR_NAME]
 
 
 def release(proc: subprocess.Popen[str]) -> None:

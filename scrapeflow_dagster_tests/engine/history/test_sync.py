@@ -20,6 +20,7 @@ from scrapeflow_dagster_tests.engine.history.helpers import (
     REPO_ROOT,
     query,
     release,
+    spool_entries,
     spool_files,
     step,
 )
@@ -204,7 +205,7 @@ def test_spool_files_ingested_together_keep_their_write_order(db_path: Path) -> 
     assert (result.ingested_rows, result.ingested_files, result.pending_files) == (4, 2, 0)
     assert query(db_path, "SELECT url FROM tasks WHERE key = 'k'") == [("http://a.test/second",)]
     assert query(db_path, "SELECT key FROM step_runs ORDER BY seq") == [("a",), ("b",)]
-    assert list(first.spool_dir.iterdir()) == []  # nor the file that joined them
+    assert spool_entries(first.spool_dir) == []  # nor the file that joined them
 
 
 def test_a_sync_removes_joined_files_left_by_a_killed_one_and_reads_indented_lines(
@@ -224,4 +225,4 @@ def test_a_sync_removes_joined_files_left_by_a_killed_one_and_reads_indented_lin
 
     assert (result.ingested_rows, result.ingested_files, result.bad_files) == (2, 2, ())
     assert query(db_path, "SELECT key FROM step_runs ORDER BY seq") == [("a",), ("b",)]
-    assert list(ledger.spool_dir.iterdir()) == []
+    assert spool_entries(ledger.spool_dir) == []

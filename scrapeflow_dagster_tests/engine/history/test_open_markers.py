@@ -1,0 +1,90 @@
+"""Open-ledger markers: kept from a Ledger's creation to its close, moved at each flush to the
+start of the batch before, and told apart as live, dead or of another host."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from scrapeflow_dagster.engine.history import Ledger, TaskRow
+from scrapeflow_dagster.engine.history.open_markers import (
+    open_dir,
+    process_start_ticks,
+    read_markers,
+)
+from scrapeflow_dagster_tests.engine.history.helpers import step
+
+
+def test_a_marker_lives_from_creation_to_close_and_trails_one_batch(db_path: Path) -> None:
+    before = time.time()
+    ledger = Ledger(db_path, batch_rows=2)
+    [created] = read_markers(ledger.spool_dir)
+    assert before <= created.since <= time.time() and created.pid == os.getpid()
+    assert not created.is_dead() and not created.elsewhere
+
+    ledger.record_step(step("a", 0))
+    ledger.record_step(step("b", 0))  # the first batch is spooled
+    assert [m.since for m in read_markers(ledger.spool_dir)] == [created.since]
+    first_flush = time.time()
+    ledger.record_step(step("c", 0))
+    ledger.record_step(step("d", 0))  # the second: the marker moves to the first's end
+    [moved] = read_markers(ledger.spool_dir)
+    assert created.since < moved.since <= first_flush
+
+    ledger.record_step(step("e", 0))
+    ledger.close(sync=False)
+    assert read_markers(ledger.spool_dir) == []  # everything is in the spool
+    ledger.record_task(TaskRow("t", "https://a.test/"))
+    assert read_markers(ledger.spool_dir) == []  # a task row needs none
+    ledger.record_step(step("f", 0))  # a step recorded after close: marked again
+    assert len(read_markers(ledger.spool_dir)) == 1
+    ledger.close(sync=False)
+    assert list(open_dir(ledger.spool_dir).iterdir()) == []  # no temp file left either
+
+
+def test_a_ledger_without_a_marker_makes_one_for_its_first_step(db_path: Path) -> None:
+    ledger = Ledger(db_path, keep_marker=False)
+    ledger.record_task(TaskRow("t", "https://a.test/"))
+    ledger.flush()
+    assert read_markers(ledger.spool_dir) == []
+    ledger.record_step(step("a", 0))
+    assert len(read_markers(ledger.spool_dir)) == 1
+    ledger.close(sync=False)
+    assert read_markers(ledger.spool_dir) == []
+
+
+def test_markers_of_gone_processes_are_dead_those_of_other_hosts_are_not(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,
+                          capture_output=True, check=True)  # fmt: skip
+    folder = open_dir(tmp_path)
+    folder.mkdir(parents=True)
+    me = os.getpid()
+    written = {
+        "gone": {"pid": int(gone.stdout), "host": socket.gethostname(), "since": 1.0},
+        "reused": {"pid": me, "host": socket.gethostname(), "started": -1, "since": 2.0},
+        "mine": {
+            "pid": me,
+            "host": socket.gethostname(),
+            "started": process_start_ticks(me),
+            "since": 3.0,
+        },  # fmt: skip
+        "elsewhere": {"pid": int(gone.stdout), "host": "another-host", "since": 4.0},
+    }
+    for name, data in written.items():
+        (folder / f"{name}.json").write_bytes(orjson.dumps(data))
+    (folder / ".gone.json.123.0.tmp").write_text("{")  # a temp file: not a marker
+
+    found = {m.path.stem: m for m in read_markers(tmp_path)}
+
+    assert sorted(found) == ["elsewhere", "gone", "mine", "reused"]
+    assert {name: m.is_dead() for name, m in found.items()} == {
+        "gone": True,
+        "reused": True,  # the pid runs, but it is a later process
+        "mine": False,
+        "elsewhere": False,  # cannot be checked from here
+    }
+    assert found["elsewhere"].elsewhere and found["mine"].since == 3.0
