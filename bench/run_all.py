@@ -1,7 +1,7 @@
 """Every benchmark in sequence at its default sizes, then one summary table (`make bench`).
 
     .venv/bin/python -m bench.run_all                    # engine, ledger, add, graphql, dagster,
-                                                         # postgres (needs 127.0.0.1:5432)
+                                                         # postgres (needs 127.0.0.1:5432), ...
     .venv/bin/python -m bench.run_all --with-settings    # plus bench_dagster --instance-settings
     .venv/bin/python -m bench.run_all --with-scale       # plus peak RSS at 100k tasks
     .venv/bin/python -m bench.run_all --quick            # small sizes: checks the scripts run
@@ -311,6 +311,54 @@ def rows_peer(data: dict[str, Any], _out: str) -> list[Row]:
     ]
 
 
+def rows_status(data: dict[str, Any], _out: str) -> list[Row]:
+    rows: list[Row] = []
+    for r in data.get("sizes", []):
+        n = r["tasks"]
+        target = "< 5" if n == 1_000_000 else ""
+        worst = max(_get(r, "idle", "seconds") or 0, _get(r, "live", "seconds") or 0)
+        rows += [
+            ["status", f"{n:,} tasks: idle s", _get(r, "idle", "seconds"), "", "-"],
+            ["status", f"{n:,} tasks: a run going on s", _get(r, "live", "seconds"), "", "-"],
+            ["status", f"{n:,} tasks: worst s", worst, target, _verdict(r.get("target_ok"))],
+            ["status", f"{n:,} tasks: old summary / idle", r.get("ratio_old_over_idle"), "", "-"],
+            ["status", f"{n:,} tasks: peak RSS MiB", _get(r, "live", "peak_rss_mib"), "", "-"],
+        ]
+    return rows
+
+
+def rows_retention(data: dict[str, Any], _out: str) -> list[Row]:
+    rows: list[Row] = []
+    for r in data.get("results", []):
+        per = r["bytes_per_task"]
+        name = r["name"]
+        rows.append(["retention", f"{name}: KB/task after 1 run", per[0] / 1024, "", "-"])
+        rows.append(
+            ["retention", f"{name}: KB/task after {len(per)} runs", per[-1] / 1024, "", "-"]
+        )
+    for backend, s in (data.get("summary") or {}).items():
+        sqlite = backend == "sqlite"
+        rows.append(
+            [
+                "retention",
+                f"{backend}: last / first run, with retention",
+                s["retention_last_over_first"],
+                "<= 1.2" if sqlite else "",
+                _verdict(s["target_ok"]) if sqlite else "-",
+            ]
+        )
+        rows.append(
+            [
+                "retention",
+                f"{backend}: retention / plain, last run",
+                s["retention_over_plain"],
+                "",
+                "-",
+            ]
+        )
+    return rows
+
+
 def rows_shards(_data: dict[str, Any], out: str) -> list[Row]:
     # bench_shards prints "<two> / <one>: 1.56x pages/s (target >= 1.6)" per comparison.
     rows: list[Row] = []
@@ -334,6 +382,8 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("chain", "bench.dagster.bench_chain", rows_chain, True),
     ("peer", "bench.dagster.bench_peer", rows_peer, True),
     ("shards", "bench.scaleout.bench_shards", rows_shards, False),
+    ("status", "bench.bench_status", rows_status, True),
+    ("retention", "bench.bench_retention", rows_retention, True),
     ("scale", "bench.bench_dagster", rows_scale, True),
 ]
 # Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs.
@@ -356,6 +406,8 @@ QUICK_ARGS = {
     "chain": ["--tasks", "300", "--rounds", "1"],
     "shards": ["--tasks", "400"],
     "peer": ["--tasks", "1000", "--rounds", "1"],
+    "status": ["--sizes", "2000", "--rounds", "1"],
+    "retention": ["--tasks", "60", "--refreshes", "2"],
 }
 
 

@@ -1,11 +1,13 @@
 """Deployment commands: `scrapeflow home init` (the Dagster home's dagster.yaml: embedded SQLite,
 or Postgres; with `--celery-broker` the broker recorded in the home, so every run against it
-uses Celery workers, whatever folder it starts in) and `scrapeflow worker` (a Celery worker for
-this code location)."""
+uses Celery workers, whatever folder it starts in; with `--retention` a retention block),
+`scrapeflow home prune` (retention applied now: `storage/retention.py`) and `scrapeflow worker`
+(a Celery worker for this code location)."""
 
 import argparse
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from scrapeflow_dagster.cli import common
 from scrapeflow_dagster.engine.redact import redact
@@ -54,8 +56,31 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         " e.g. redis://host:6379/0; recorded in the home ($DAGSTER_HOME/scrapeflow.json): every"
         " run against this home uses it, from any folder",
     )
+    init.add_argument(
+        "--retention",
+        action="store_true",
+        help="prune superseded asset events and old run logs (a `retention:` block with the"
+        " defaults: docs/configuration.md)",
+    )
     init.add_argument("--force", action="store_true", help="replace a different dagster.yaml")
     init.set_defaults(func=cmd_home_init)
+
+    prune_parser = actions.add_parser(
+        "prune",
+        help="delete the asset events no read needs and old runs' logs, as the home's"
+        " `retention:` block says (its defaults when it has none)",
+    )
+    prune_parser.add_argument(
+        "--dry-run", action="store_true", help="count what would be deleted; delete nothing"
+    )
+    prune_parser.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="then rewrite the event log once to give the space back (SQLite VACUUM, which"
+        " also lets later prunes shrink a home made before 0.2.0; Postgres VACUUM FULL): stop"
+        " runs, the daemon and the webserver first",
+    )
+    prune_parser.set_defaults(func=cmd_home_prune)
 
     worker = sub.add_parser(
         "worker",
@@ -158,9 +183,12 @@ def cmd_home_init(args: argparse.Namespace) -> int:
         if converted:
             print("--postgres: using the postgresql+psycopg2:// form Dagster's storages take")
     try:
-        home = init_dagster_home(
-            force=args.force, postgres=url, max_concurrent_runs=args.max_concurrent_runs
-        )
+        if args.retention:
+            home = _init_with_retention(args, url)
+        else:
+            home = init_dagster_home(
+                force=args.force, postgres=url, max_concurrent_runs=args.max_concurrent_runs
+            )
     except HomeConflictError as exc:
         common.say_error(exc)
         return 1
@@ -177,6 +205,67 @@ def cmd_home_init(args: argparse.Namespace) -> int:
         write_env_line(Path(".env"), CELERY_BROKER_ENV, None)
         print(f"{CELERY_BROKER_ENV} removed from {Path('.env').resolve()}: the home decides now")
     return 0
+
+
+def _init_with_retention(args: argparse.Namespace, url: str | None) -> Path:
+    """`init_dagster_home` with a `retention:` block of the defaults in the event log's config.
+
+    Raises:
+        HomeConflictError: naming the file when it exists with other content and not --force.
+    """
+    from scrapeflow_dagster.instance import DEFAULT_HOME, HomeConflictError, dagster_yaml
+    from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
+
+    home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).resolve()
+    config = home / "dagster.yaml"
+    plain = dagster_yaml(home, postgres=url, max_concurrent_runs=args.max_concurrent_runs)
+    marker = "EventLogStorage\n  config:\n"
+    wanted = plain.replace(marker, marker + retention_yaml(RetentionPolicy()), 1)
+    if config.exists() and config.read_text() != wanted and not args.force:
+        raise HomeConflictError(f"{config} exists with other settings (use --force to replace)")
+    home.mkdir(parents=True, exist_ok=True)
+    config.write_text(wanted)
+    if url is not None and urlsplit(url).password:
+        config.chmod(0o600)  # it holds the database password: readable by its owner only
+    return home
+
+
+def cmd_home_prune(args: argparse.Namespace) -> int:
+    """Prune the home now (`storage/retention.py`) and print what went; 1 when the storage
+    is not one retention knows."""
+    from scrapeflow_dagster.instance import get_instance
+    from scrapeflow_dagster.storage.retention import RetentionPolicy, prune
+
+    with get_instance() as instance:
+        storage = instance.event_log_storage
+        policy = getattr(storage, "retention_policy", None)
+        if policy is None:
+            policy = RetentionPolicy()
+            print(f"dagster.yaml has no retention block: using the defaults ({policy})")
+        try:
+            report = prune(storage, policy, dry_run=args.dry_run, vacuum_full=args.vacuum)
+        except TypeError as exc:
+            common.say_error(exc)
+            return 1
+    if report.skipped:
+        print(f"nothing pruned: {report.skipped}")
+        return 0
+    verb = "would delete" if args.dry_run else "deleted"
+    kinds = ", ".join(
+        f"{count:,} {_KIND_NAMES.get(kind, kind)}"
+        for kind, count in sorted(report.deleted_by_kind.items())
+    )
+    print(f"asset events {verb}: {kinds or 'none'}")
+    print(f"run logs {verb}: {common.plural(report.run_logs_removed, 'run')}")
+    print(f"event log: {report.bytes_before:,} bytes before, {report.bytes_after:,} after")
+    return 0
+
+
+_KIND_NAMES = {
+    "ASSET_MATERIALIZATION": "materializations",
+    "ASSET_OBSERVATION": "observations",
+    "ASSET_MATERIALIZATION_PLANNED": "planned materializations",
+}
 
 
 def write_env_line(path: Path, name: str, value: str | None) -> Path:

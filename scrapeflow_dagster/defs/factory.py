@@ -19,6 +19,7 @@ from scrapeflow_dagster.defs.resources import (
 from scrapeflow_dagster.defs.schedules import build_refresh_schedule
 from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
 from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
+from scrapeflow_dagster.defs.sensors.retention import build_retention_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
 from scrapeflow_dagster.scaleout.broker import configured_broker
 from scrapeflow_dagster.scaleout.local import takes_in_process_config
@@ -80,6 +81,7 @@ def scrapeflow_definitions(
             build_inbox_sensor(executor_assets, in_process_small_runs=local),
             build_retry_sensor(executor_assets, in_process_small_runs=local),
             *_frontier_sensors(executor_assets, local),
+            build_retention_sensor(),
         ],
         schedules=[
             build_refresh_schedule(executor_assets, in_process_small_runs=local),

@@ -62,6 +62,7 @@ from scrapeflow_dagster.storage.buffer import (
 )
 from scrapeflow_dagster.storage.planned import Row
 from scrapeflow_dagster.storage.postgres_write import write_events
+from scrapeflow_dagster.storage.retention import policy_from_config, retention_config_field
 from scrapeflow_dagster.storage.version_guard import (
     POSTGRES_PACKAGES,
     supports_installed_versions,
@@ -90,6 +91,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         *,
         max_buffered_events: int = DEFAULT_MAX_BUFFERED_EVENTS,
         max_buffer_seconds: float = DEFAULT_MAX_BUFFER_SECONDS,
+        retention: Mapping[str, Any] | None = None,
     ):
         """Args:
         postgres_url: a SQLAlchemy URL (`postgresql+psycopg2://...`), as for the stock storage.
@@ -98,7 +100,9 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         token_provider: dagster-postgres's cloud auth token provider (from its config).
         max_buffered_events: flush when this many events wait; 0 stores every event at once.
         max_buffer_seconds: flush when an event arrives and the oldest waiting is this old.
+        retention: the home's `retention` block (`retention`); None: nothing is pruned.
         """
+        self.retention_policy = policy_from_config(retention)
         self._init_buffer(
             max_buffered_events=max_buffered_events,
             max_buffer_seconds=max_buffer_seconds,
@@ -124,7 +128,11 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
 
     @classmethod
     def config_type(cls) -> dict[str, Any]:
-        return {**pg_config(), **buffer_config_fields()}  # type: ignore[dict-item]
+        return {
+            **pg_config(),  # type: ignore[dict-item]
+            **buffer_config_fields(),
+            "retention": retention_config_field(),
+        }
 
     @classmethod
     def from_config_value(
@@ -139,6 +147,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
                 "max_buffered_events", DEFAULT_MAX_BUFFERED_EVENTS
             ),
             max_buffer_seconds=config_value.get("max_buffer_seconds", DEFAULT_MAX_BUFFER_SECONDS),
+            retention=config_value.get("retention"),
         )
 
     def store_event(self, event: EventLogEntry) -> None:

@@ -26,6 +26,8 @@ leaves events in the run shard only, as stock Dagster can for one event).
 
 Every other event (runless materialisations and observations included) is stored as stock
 Dagster stores it.
+A new `index.db` is made with `auto_vacuum=INCREMENTAL`, so the pages a prune frees
+(`retention`, configured by a `retention:` key here) can be given back to the disk.
 ASSET_FAILED_TO_MATERIALIZE events never reach an SQLite storage
 (`can_store_asset_failure_events` is False: the instance drops them); a partition's FAILED
 state comes from its planned event and its run's status, both kept as stock writes them.
@@ -33,11 +35,12 @@ On a Dagster or dagster-webserver other than the ones this was written against, 
 buffered (`version_guard`).
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypedDict
 
 import dagster as dg
+import sqlalchemy as db
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
@@ -54,14 +57,20 @@ from scrapeflow_dagster.storage.buffer import (
     buffer_config_fields,
 )
 from scrapeflow_dagster.storage.planned import Row
+from scrapeflow_dagster.storage.retention import policy_from_config, retention_config_field
 from scrapeflow_dagster.storage.sqlite_shards import ShardEngines, ShardTemplate, is_stamped
 from scrapeflow_dagster.storage.version_guard import SQLITE_PACKAGES, supports_installed_versions
 
 
-class BatchedSqliteConfig(TypedDict):
+class BatchedSqliteConfig(TypedDict, total=False):
     base_dir: str
     max_buffered_events: int
     max_buffer_seconds: float
+    retention: dict[str, Any]
+
+
+def _incremental_auto_vacuum(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
 
 
 class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
@@ -74,13 +83,16 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         *,
         max_buffered_events: int = DEFAULT_MAX_BUFFERED_EVENTS,
         max_buffer_seconds: float = DEFAULT_MAX_BUFFER_SECONDS,
+        retention: Mapping[str, Any] | None = None,
     ):
         """Args:
         base_dir: the folder of the run shards and `index.db`, as for SqliteEventLogStorage.
         inst_data: set by Dagster when the storage comes from `dagster.yaml`.
         max_buffered_events: flush when this many events wait; 0 stores every event at once.
         max_buffer_seconds: flush when an event arrives and the oldest waiting is this old.
+        retention: the home's `retention` block (`retention`); None: nothing is pruned.
         """
+        self.retention_policy = policy_from_config(retention)
         self._init_buffer(
             max_buffered_events=max_buffered_events,
             max_buffer_seconds=max_buffer_seconds,
@@ -92,7 +104,11 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
 
     @classmethod
     def config_type(cls) -> dict[str, Any]:
-        return {"base_dir": dg.StringSource, **buffer_config_fields()}
+        return {
+            "base_dir": dg.StringSource,
+            **buffer_config_fields(),
+            "retention": retention_config_field(),
+        }
 
     @classmethod
     def from_config_value(  # type: ignore[override]
@@ -121,6 +137,10 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
                 yield conn
 
     def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
+        if for_index_shard:
+            # Before its first table, or never without a VACUUM: a prune's freed pages can then
+            # be given back (`retention`). A no-op on an index shard that has tables.
+            db.event.listen(engine, "connect", _incremental_auto_vacuum)
         if not self._batching or for_index_shard:
             super()._initdb(engine, for_index_shard)
             return

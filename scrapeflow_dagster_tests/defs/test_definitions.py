@@ -28,7 +28,12 @@ def test_definitions_resolve_with_assets_sensors_schedule() -> None:
     all_assets = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
     assert all_assets == {"scrape", "validation", "pages", "crawl_report"}
     assets = all_assets - {"crawl_report"}  # the executor assets
-    assert {s.name for s in repo.sensor_defs} == {"inbox_sensor", "retry_sensor", "frontier_sensor"}
+    assert {s.name for s in repo.sensor_defs} == {
+        "inbox_sensor",
+        "retry_sensor",
+        "frontier_sensor",
+        "retention_sensor",
+    }
     assert {s.name for s in repo.schedule_defs} == {"refresh_schedule", "crawl_report_schedule"}
     assert set(repo.get_top_level_resources()) >= {
         "scrape_settings",
