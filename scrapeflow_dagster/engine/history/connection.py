@@ -6,7 +6,9 @@ deadline; any other failure (a missing or broken file) is raised at once. A lock
 is reported with the process holding it (DuckDB's error names its PID).
 """
 
+import contextlib
 import logging
+import os
 import random
 import re
 import time
@@ -70,6 +72,8 @@ def _connect_waiting(
 ) -> duckdb.DuckDBPyConnection:
     # A writer gets one thread and a memory cap (see _WRITER_CONFIG); a reader DuckDB's defaults.
     config = {} if read_only else _WRITER_CONFIG
+    if not read_only and not db_path.exists():
+        _create_empty(db_path)
     deadline = time.monotonic() + lock_timeout_seconds
     for delay in _backoff_delays():
         try:
@@ -86,6 +90,27 @@ def _connect_waiting(
                 ) from exc
             time.sleep(min(delay, remaining))
     raise AssertionError("unreachable: _backoff_delays is endless")
+
+
+def _create_empty(db_path: Path) -> None:
+    """Make `db_path` an empty DuckDB file, whole or not at all: two processes that each
+    created the missing file in place raced, and one read the other's half-written header
+    ("not a valid DuckDB database file"). It is made under a name of this process's own, then
+    linked into place (a link never replaces: the first one made wins, the others are
+    dropped)."""
+    temp = db_path.with_name(f".{db_path.name}.{os.getpid()}.creating")
+    with contextlib.suppress(FileNotFoundError):
+        temp.unlink()  # left by a killed process of the same pid
+    try:
+        duckdb.connect(str(temp), config=_WRITER_CONFIG).close()
+        # FileExistsError: another process linked its file first, whole. Any other OSError: a
+        # file system without hard links, where DuckDB creates the file in place as before.
+        with contextlib.suppress(OSError):
+            os.link(temp, db_path)
+    finally:
+        for leftover in (temp, temp.with_name(temp.name + ".wal")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 def _backoff_delays() -> Iterator[float]:
