@@ -26,6 +26,7 @@ from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.gate.opening import open_gate
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.tasks.intake import LineError, build_task
+from scrapeflow_dagster.site.adversary.doors import spellings
 from scrapeflow_dagster_tests.conftest import fast_settings
 
 PUBLIC_ADDRESS = "127.0.0.2"
@@ -167,13 +168,13 @@ async def test_sitemaps_go_through_the_gate_and_obey_the_host_rule(
     public, other, internal = sites
     inside = internal.base
     # Every door of the public site leads inside, in several spellings.
-    public.routes["/robots.txt"] = text(
-        f"Sitemap: {inside}/sitemap.xml\nSitemap: {public.base}/index.xml\n"
-    )
+    # Every door names the internal site in every spelling a browser or resolver reads.
+    names = [f"http://{host}:{internal.port}" for host in spellings("127.0.0.1")]
+    announced = "".join(f"Sitemap: {name}/sitemap.xml\n" for name in names)
+    public.routes["/robots.txt"] = text(f"{announced}Sitemap: {public.base}/index.xml\n")
     public.routes["/index.xml"] = index(
         f"{public.base}/pages.xml",
-        f"{inside}/sitemap.xml",
-        f"http://localhost:{internal.port}/sitemap.xml",
+        *(f"{name}/child.xml" for name in names),
         f"{public.base}/moved.xml",  # redirects inside
         f"{other.base}/elsewhere.xml",  # another origin, not cross-submitted
     )
@@ -195,8 +196,9 @@ async def test_sitemaps_go_through_the_gate_and_obey_the_host_rule(
     assert [page.url for page in reading.pages] == [f"{public.base}/a", f"{public.base}/b"]
     assert {page.trust for page in reading.pages} == {"public"}
     skipped = Counter(s.outcome for s in reading.skipped)
-    # robots.txt's internal Sitemap line, two internal children, three internal entries.
-    assert skipped == Counter({REFUSED_ADDRESS: 6, OTHER_HOST: 2})
+    # robots.txt's internal Sitemap lines and the index's internal children (one per
+    # spelling each), three internal entries.
+    assert skipped == Counter({REFUSED_ADDRESS: 2 * len(names) + 3, OTHER_HOST: 2})
     assert any("moved.xml" in problem and "loopback" in problem for problem in reading.problems)
     assert (f"{PUBLIC_ADDRESS}:{other.port}", "/elsewhere.xml") not in other.seen
     assert (f"{PUBLIC_ADDRESS}:{other.port}", "/c") not in other.seen
