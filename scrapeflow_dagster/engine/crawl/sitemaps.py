@@ -129,7 +129,7 @@ class _Reader:
             try:
                 route = await route_of(self.context, url, params)
                 with route.guarding(url, f"robots.txt of {redact(origin)}"):
-                    rules = await polite.load(route.session, url, guarding=route.guarding)
+                    rules = await polite.load(route.session, url, route=route)
                 if rules.parser is not None:
                     found = frozenset(rules.parser.sitemaps)
             except (ScrapeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:

@@ -119,7 +119,7 @@ async def fetch(
                         url,
                         proxy=proxy,
                         verify_tls=verify,
-                        guarding=route.guarding,
+                        route=route,
                     )
             body, response, final_route = await request_once(
                 context, route, url, params, proxy, conditional

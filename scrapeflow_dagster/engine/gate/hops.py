@@ -122,7 +122,7 @@ async def request_once(
             raise TooManyRedirectsError(
                 f"more than {settings.max_redirects} redirects (the last to {redact(str(target))})"
             )
-        route = await after_hop(route, current)
+        route = await route.after(current)
         await gate_hop(context, route, params, target, proxy=proxy, verify_tls=verify)
         current = target
 
@@ -151,15 +151,6 @@ async def read_answer(
         # Content-Length is the decoded size.
         return await response.read(), response
     return await read_capped(response, cap), response
-
-
-async def after_hop(route: Route, answered: URL) -> Route:
-    """The route of the hops after one `answered` by `answered`'s host: an intranet route stays
-    one only while its hops are answered from internal addresses; a redirect a public server
-    sends is a URL learned from a public page, so it must be public."""
-    if not route.intranet or route.guard is None or await route.reached_intranet(answered):
-        return route
-    return Route(route.guard.session or route.session, route.guard, False)
 
 
 def redirect_target(current: URL, location: str) -> URL:
@@ -207,7 +198,7 @@ async def gate_hop(
                     target,
                     proxy=proxy,
                     verify_tls=verify_tls,
-                    guarding=route.guarding,
+                    route=route,
                 )
         except (DisallowedError, RobotsUnavailableError) as exc:
             raise type(exc)(f"{where}: {exc}") from None

@@ -31,6 +31,14 @@ class Route(NamedTuple):
             return contextlib.nullcontext()
         return self.guard.guarding(url.raw_host or "", task_internal=False, what=what)
 
+    async def after(self, answered: URL) -> "Route":
+        """The route of the hops after one answered from `answered`'s host: an intranet route
+        stays one only while internal addresses answer its hops; a redirect a public server
+        sends is a URL learned from a public page, so it must be public."""
+        if not self.intranet or self.guard is None or await self.reached_intranet(answered):
+            return self
+        return Route(self.guard.session or self.session, self.guard, False)
+
     async def reached_intranet(self, final_url: URL) -> bool:
         """Whether a page fetched on this route and answered from `final_url` is an intranet
         page, whose links may then lead inside (a public page's links may not)."""

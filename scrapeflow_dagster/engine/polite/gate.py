@@ -9,7 +9,7 @@ from scrapeflow_dagster.engine.errors import DisallowedError, RobotsUnavailableE
 from scrapeflow_dagster.engine.polite.hosts import HostSlots, Slot, WaitGuard
 from scrapeflow_dagster.engine.polite.robots import (
     ROBOTS_DIR,
-    Guarding,
+    HopRoute,
     RobotsCache,
     RobotsRules,
     origin_of,
@@ -66,10 +66,10 @@ class Politeness:
         *,
         proxy: str | None = None,
         verify_tls: bool = True,
-        guarding: Guarding | None = None,
+        route: HopRoute | None = None,
     ) -> None:
         """Make sure robots.txt lets us fetch `url`; its rules are loaded on first use, through
-        `session`, each redirect hop checked by `guarding` (the request's address guard).
+        `session`, each redirect hop through `route` (the request's address guard).
 
         Raises:
             DisallowedError: robots.txt disallows `url` for our User-Agent.
@@ -83,9 +83,7 @@ class Politeness:
         origin = origin_of(url)
         rules = self.robots.known(origin)
         if rules is None:
-            rules = await self.load(
-                session, url, proxy=proxy, verify_tls=verify_tls, guarding=guarding
-            )
+            rules = await self.load(session, url, proxy=proxy, verify_tls=verify_tls, route=route)
         if not rules.allows(str(url), self.user_agent):
             if rules.unreachable is not None:
                 raise RobotsUnavailableError(
@@ -101,7 +99,7 @@ class Politeness:
         *,
         proxy: str | None = None,
         verify_tls: bool = True,
-        guarding: Guarding | None = None,
+        route: HopRoute | None = None,
     ) -> RobotsRules:
         """The robots.txt rules of `url`'s origin (cached, else fetched as `check` fetches
         them); its `Crawl-delay` noted for the host. Without `respect_robots_txt`, no rules.
@@ -110,7 +108,7 @@ class Politeness:
             return RobotsRules(None, None)
         origin = origin_of(url)
         rules = await self.robots.rules(
-            session, origin, proxy=proxy, verify_tls=verify_tls, guarding=guarding
+            session, origin, proxy=proxy, verify_tls=verify_tls, route=route
         )
         host = host_of(url)
         delay = rules.crawl_delay_seconds(self.user_agent)

@@ -19,9 +19,10 @@ import fcntl
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 import orjson
@@ -42,9 +43,27 @@ _LOCK_POLL_SECONDS = 0.02
 # RFC 9309, 2.3.1.2: crawlers follow at least five consecutive redirects for robots.txt.
 MAX_ROBOTS_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-# The address guard's scope for a request to a URL (`gate.route.Route.guarding`): each
-# redirect hop of robots.txt passes it, as every hop of a page does.
-Guarding = Callable[[URL, str], contextlib.AbstractContextManager[None]]
+
+
+class HopRoute(Protocol):
+    """How a request and its redirect hops go out (`gate.route.Route`): each hop of robots.txt
+    passes the address guard as every hop of a page does, and a hop a public server sent goes
+    out on the public route."""
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The session the next hop is sent through."""
+        ...
+
+    def guarding(self, url: URL, what: str) -> contextlib.AbstractContextManager[None]:
+        """The address guard's scope for a hop to `url` (named `what` in refusals)."""
+        ...
+
+    async def after(self, answered: URL) -> "HopRoute":
+        """The route of the hops after one answered from `answered`."""
+        ...
+
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 # Under a run's status dir: a leading dot keeps it out of status scans.
 POLITE_DIR = ".polite"
@@ -167,10 +186,10 @@ class RobotsCache:
         *,
         proxy: str | None = None,
         verify_tls: bool = True,
-        guarding: Guarding | None = None,
+        route: HopRoute | None = None,
     ) -> RobotsRules:
         """The rules of `origin`: from this run's memory, the disk cache, or a fetch through
-        `session` (each redirect hop checked by `guarding`, when given).
+        `session` (each redirect hop through `route`, when given).
 
         Concurrent callers for one origin and session share one load; a caller cancelled
         meanwhile (its step timed out) does not cancel the load the others wait for.
@@ -184,7 +203,7 @@ class RobotsCache:
         task = self._loading.get(loading)
         if task is None:
             task = asyncio.ensure_future(
-                self._load(session, origin, proxy, verify_tls, guarding, loading)
+                self._load(session, origin, proxy, verify_tls, route, loading)
             )
             self._loading[loading] = task
         return await asyncio.shield(task)
@@ -195,7 +214,7 @@ class RobotsCache:
         origin: str,
         proxy: str | None,
         verify_tls: bool,
-        guarding: Guarding | None,
+        route: HopRoute | None,
         loading: tuple[str, bool, int],
     ) -> RobotsRules:
         try:
@@ -205,7 +224,7 @@ class RobotsCache:
                 async with self._origin_lock(path.with_suffix(".lock")):
                     # Another process may have fetched it while we waited for the lock.
                     rules = self._read_fresh(path) or await self._fetch(
-                        session, origin, proxy, verify_tls, path, guarding
+                        session, origin, proxy, verify_tls, path, route
                     )
             self._rules[origin] = rules
             return rules
@@ -240,7 +259,7 @@ class RobotsCache:
         proxy: str | None,
         verify_tls: bool,
         path: Path,
-        guarding: Guarding | None,
+        route: HopRoute | None,
     ) -> RobotsRules:
         self.fetches += 1
         # Fetching robots.txt is a request to the host like any other: it takes a slot.
@@ -249,9 +268,7 @@ class RobotsCache:
             host = origin.split("://", 1)[1]
             slot = await hosts.acquire(host, delay_seconds=self._settings.per_host_delay_seconds)
         try:
-            status, body, reason = await self._download(
-                session, origin, proxy, verify_tls, guarding
-            )
+            status, body, reason = await self._download(session, origin, proxy, verify_tls, route)
         finally:
             if hosts is not None and slot is not None:
                 hosts.release(slot)
@@ -273,21 +290,24 @@ class RobotsCache:
         origin: str,
         proxy: str | None,
         verify_tls: bool,
-        guarding: Guarding | None,
+        route: HopRoute | None,
     ) -> tuple[int | None, str | None, str]:
         """`(status, body, reason)`: the answer, or None and why there was none. Redirects are
-        followed here, each hop through `guarding` (aiohttp would follow them unchecked)."""
+        followed here, each hop through `route` (aiohttp would follow them unchecked)."""
         url = URL(f"{origin}/robots.txt")
         try:
             for hop in range(MAX_ROBOTS_REDIRECTS + 1):
                 # The first request is in the caller's scope (it names the request that needs
                 # robots.txt); each redirect hop is checked and named on its own.
                 where = f"robots.txt redirect to {redact(str(url))}"
-                scope = guarding(url, where) if guarding and hop else None
+                scope = route.guarding(url, where) if route is not None and hop else None
+                sending = route.session if route is not None else session
                 with scope or contextlib.nullcontext():
-                    answer, target = await self._answer(session, url, proxy, verify_tls)
+                    answer, target = await self._answer(sending, url, proxy, verify_tls)
                 if target is None:
                     return answer
+                if route is not None:
+                    route = await route.after(url)
                 url = target
             # RFC 9309: past the redirects followed, robots.txt counts as unavailable (4xx).
             return 404, "", f"more than {MAX_ROBOTS_REDIRECTS} redirects"
