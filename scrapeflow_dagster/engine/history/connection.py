@@ -77,7 +77,7 @@ def _connect_waiting(
     deadline = time.monotonic() + lock_timeout_seconds
     for delay in _backoff_delays():
         try:
-            return duckdb.connect(str(db_path), read_only=read_only, config=config)
+            conn = duckdb.connect(str(db_path), read_only=read_only, config=config)
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_conflict(exc):
                 raise
@@ -89,6 +89,11 @@ def _connect_waiting(
                     f"held by {holder}"
                 ) from exc
             time.sleep(min(delay, remaining))
+            continue
+        # DuckDB draws a progress bar on stdout for a query past 2 s, amid a command's table
+        # or export (settable per connection only, not in `config`).
+        conn.execute("SET enable_progress_bar = false")
+        return conn
     raise AssertionError("unreachable: _backoff_delays is endless")
 
 

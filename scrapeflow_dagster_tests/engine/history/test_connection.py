@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from scrapeflow_dagster.engine.history.connection import connect_read_write, connect_readonly
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 
 OPENER = """
@@ -45,3 +46,16 @@ def test_processes_that_create_the_file_at_once_all_open_it(tmp_path: Path) -> N
         ]
         assert failures == [], failures[0]
         assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".creating")] == []
+
+
+def test_connections_draw_no_progress_bar(tmp_path: Path) -> None:
+    """DuckDB would draw one on stdout for a query past 2 s, amid a command's output."""
+    db_path = tmp_path / "ledger.duckdb"
+    writer = connect_read_write(db_path, 5.0)
+    assert writer is not None
+    query = "SELECT current_setting('enable_progress_bar')"
+    assert writer.execute(query).fetchall() == [(False,)]
+    writer.close()
+    reader = connect_readonly(db_path)
+    assert reader.execute(query).fetchall() == [(False,)]
+    reader.close()
