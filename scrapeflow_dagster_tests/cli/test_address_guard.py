@@ -6,8 +6,6 @@ the internal site); a task whose own URL is internal (an intranet list) is fetch
 network lets the refused one through."""
 
 import json
-import sys
-import textwrap
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote
@@ -17,26 +15,11 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run, add_through_the_cli
 from scrapeflow_dagster_tests.support.netns import PublicHost, public_host  # noqa: F401
-from scrapeflow_dagster_tests.support.processes import wait_until
 
 PORT = 8080
-SITE = textwrap.dedent(
-    f"""
-    from scrapeflow_dagster.site.server import run_site_forever
-    run_site_forever("0.0.0.0", {PORT}, pages=10, on_ready=lambda url: print(url, flush=True))
-    """
-)
 ALLOW_LOOPBACK = {
     "resources": {"scrape_settings": {"config": {"address_guard_allow": ["127.0.0.0/8"]}}}
 }
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def requested(site: SiteThread) -> dict[str, int]:
@@ -50,14 +33,7 @@ def test_public_tasks_never_reach_internal_addresses_and_intranet_tasks_do(
     layout: DataLayout,
     tmp_path: Path,
 ) -> None:
-    public_host.start([sys.executable, "-c", SITE], stdout=open(tmp_path / "site.log", "w"))
-    public = f"http://{public_host.address}:{PORT}"
-    wait_until(
-        lambda: answers(f"{public}/health"),
-        timeout_seconds=30,
-        poll_seconds=0.2,
-        what="the public site",
-    )
+    public = public_host.serve_site(tmp_path / "site.log", port=PORT)
     with SiteThread(pages=10) as internal:
         port = int(internal.base_url.rsplit(":", 1)[1])
 
@@ -130,14 +106,7 @@ def test_an_intranet_task_redirected_through_a_public_site_is_not_led_back_insid
     """A redirect is a URL learned from the answer that sent it: an intranet task whose own
     server sends it to a public site may follow it there, but the public site's redirect back
     inside is refused (and the task's page, had it been answered publicly, would be public)."""
-    public_host.start([sys.executable, "-c", SITE], stdout=open(tmp_path / "site.log", "w"))
-    public = f"http://{public_host.address}:{PORT}"
-    wait_until(
-        lambda: answers(f"{public}/health"),
-        timeout_seconds=30,
-        poll_seconds=0.2,
-        what="the public site",
-    )
+    public = public_host.serve_site(tmp_path / "site.log", port=PORT)
     with SiteThread(pages=10) as internal:
         port = int(internal.base_url.rsplit(":", 1)[1])
         back_inside = f"{public}/hostile/r/to?url=" + quote(f"http://127.0.0.1:{port}/page/5")

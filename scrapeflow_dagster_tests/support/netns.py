@@ -19,11 +19,14 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +56,31 @@ class PublicHost:
         )
         self.processes.append(proc)
         return proc
+
+    def serve_site(self, log: Path, *, port: int = 8080, pages: int = 10) -> str:
+        """Serve the bundled site inside the namespace on `port` (its output to `log`), once it
+        answers; its base URL as this machine reaches it."""
+        script = (
+            "from scrapeflow_dagster.site.server import run_site_forever\n"
+            f"run_site_forever('0.0.0.0', {port}, pages={pages}, "
+            "on_ready=lambda url: print(url, flush=True))\n"
+        )
+        self.start([sys.executable, "-c", script], stdout=open(log, "w"))
+        base = f"http://{self.address}:{port}"
+
+        def answers() -> bool:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        deadline = time.monotonic() + 30
+        while not answers():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the bundled site in {self.name} did not answer at {base}")
+            time.sleep(0.2)
+        return base
 
     def exec_prefix(self) -> list[str]:
         """The command prefix that runs a program inside the namespace."""

@@ -3,9 +3,6 @@ in a network namespace at a global address): an intranet task's robots.txt redir
 it is not let back inside by its redirect, as the task's own redirects are not (the page path
 is shown by `cli/test_address_guard.py`)."""
 
-import sys
-import textwrap
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
@@ -18,37 +15,13 @@ from scrapeflow_dagster.engine.gate.opening import open_gate
 from scrapeflow_dagster_tests.conftest import fast_settings
 from scrapeflow_dagster_tests.engine.gate.sites import Site, redirect, text
 from scrapeflow_dagster_tests.support.netns import PublicHost, public_host  # noqa: F401
-from scrapeflow_dagster_tests.support.processes import wait_until
-
-PORT = 8080
-SITE = textwrap.dedent(
-    f"""
-    from scrapeflow_dagster.site.server import run_site_forever
-    run_site_forever("0.0.0.0", {PORT}, pages=10, on_ready=lambda url: print(url, flush=True))
-    """
-)
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
 
 
 async def test_an_intranet_robots_txt_sent_out_is_not_let_back_inside(
     public_host: PublicHost,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    public_host.start([sys.executable, "-c", SITE], stdout=open(tmp_path / "site.log", "w"))
-    public = f"http://{public_host.address}:{PORT}"
-    wait_until(
-        lambda: answers(f"{public}/health"),
-        timeout_seconds=30,
-        poll_seconds=0.2,
-        what="the public site",
-    )
+    public = public_host.serve_site(tmp_path / "site.log")
     intranet = Site("127.0.0.1")
     await intranet.start()
     try:
