@@ -5,7 +5,8 @@
 
 For each backend (SQLite in the home; Postgres on 127.0.0.1:5432 when it answers) and each
 mode (plain: the home `scrapeflow home init` writes; retention: the same with a `retention:`
-block of no grace, and `scrapeflow home prune` after every run), in a fresh home: `scrapeflow
+block of no grace, and `scrapeflow home prune` after every run; with `--stock`, stock: lean
+writes off, every row stock Dagster writes), in a fresh home: `scrapeflow
 tasks add` (one task in 30 is a 404), one chain run (`dagster asset materialize --select
 scrape,validation,pages`), then forced refreshes. Measured after each run: the home's bytes
 per task (SQLite: every file of the home; Postgres: the database's growth since before the
@@ -26,6 +27,7 @@ from bench.lib.homes import bench_env, temp_root
 from bench.lib.repo import PYTHON
 from bench.lib.site import Site
 from scrapeflow_dagster.instance import dagster_yaml
+from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, lean_writes_yaml
 from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
 
 ASSETS = "scrape,validation,pages"
@@ -46,13 +48,15 @@ def _tasks_file(root: Path, site_url: str, n: int) -> tuple[Path, list[str]]:
     return path, keys
 
 
-def _home(root: Path, name: str, *, retention: bool, url: str | None) -> Path:
+def _home(root: Path, name: str, *, retention: bool, url: str | None, stock: bool) -> Path:
     home = root / name
     home.mkdir(parents=True)
     text = dagster_yaml(home, postgres=url)
+    marker = "EventLogStorage\n  config:\n"
     if retention:
-        marker = "EventLogStorage\n  config:\n"
         text = text.replace(marker, marker + retention_yaml(NO_GRACE), 1)
+    if stock:
+        text = text.replace(marker, marker + lean_writes_yaml(STOCK_WRITES), 1)
     (home / "dagster.yaml").write_text(text)
     return home
 
@@ -75,13 +79,22 @@ def _run(command: list[str], env: dict[str, str], cwd: Path) -> None:
 
 
 def measure(
-    root: Path, site_url: str, n: int, refreshes: int, *, retention: bool, url: str | None
+    root: Path,
+    site_url: str,
+    n: int,
+    refreshes: int,
+    *,
+    retention: bool,
+    url: str | None,
+    stock: bool = False,
 ) -> dict[str, Any]:
-    """One home through 1 + `refreshes` runs; its bytes per task after each."""
-    name = f"{'pg' if url else 'sqlite'}-{'retention' if retention else 'plain'}"
+    """One home through 1 + `refreshes` runs; its bytes per task after each (`stock`: with
+    lean writes off, every row stock Dagster writes)."""
+    mode = "stock" if stock else "retention" if retention else "plain"
+    name = f"{'pg' if url else 'sqlite'}-{mode}"
     folder = root / name
     folder.mkdir()
-    home = _home(folder, "home", retention=retention, url=url)
+    home = _home(folder, "home", retention=retention, url=url, stock=stock)
     env = bench_env(home, folder / "data")
     tasks_file, keys = _tasks_file(folder, site_url, n)
     _run([PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)], env, folder)
@@ -120,21 +133,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refreshes", type=int, default=5)
     parser.add_argument("--tmp-dir", default=None, help="where the homes go (e.g. /dev/shm)")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--stock", action="store_true", help="also a home with lean writes off (stock rows)"
+    )
     args = parser.parse_args(argv)
 
     results: list[dict[str, Any]] = []
     databases = _postgres_databases()
     with temp_root("bench-retention-", args.tmp_dir) as root, Site(args.tasks, 5000) as site:
-        for retention in (False, True):
-            results.append(
-                measure(root, site.url, args.tasks, args.refreshes, retention=retention, url=None)
-            )
+        modes = [(False, False), (False, True)] + ([(True, False)] if args.stock else [])
+        for stock, retention in modes:
+            options = {"retention": retention, "stock": stock}
+            results.append(measure(root, site.url, args.tasks, args.refreshes, url=None, **options))
             if databases is not None:
                 with databases("retention") as url:
                     results.append(
-                        measure(
-                            root, site.url, args.tasks, args.refreshes, retention=retention, url=url
-                        )
+                        measure(root, site.url, args.tasks, args.refreshes, url=url, **options)
                     )
     by_name = {r["name"]: r for r in results}
     print(f"\nhome KB per task, {args.tasks} tasks, 1 run then {args.refreshes} forced refreshes")
@@ -157,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                 "target_ok": kept["last_over_first"] <= TARGET_RATIO,
             }
             print(f"  {backend}: retention / plain after the last refresh: {ratio:.2f}")
+        stock = by_name.get(f"{backend}-stock")
+        if plain and stock:
+            lean = plain["bytes_per_task"][0] / stock["bytes_per_task"][0]
+            summary.setdefault(backend, {})["lean_over_stock_one_run"] = lean
+            print(f"  {backend}: one run, lean writes / stock rows: {lean:.2f}")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"config": vars(args), "results": results, "summary": summary}, indent=1)

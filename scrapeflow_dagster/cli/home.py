@@ -1,7 +1,8 @@
 """Deployment commands: `scrapeflow home init` (the Dagster home's dagster.yaml: embedded SQLite,
 or Postgres; with `--celery-broker` the broker recorded in the home, so every run against it
 uses Celery workers, whatever folder it starts in; with `--retention` a retention block),
-`scrapeflow home prune` (retention applied now: `storage/retention.py`) and `scrapeflow worker`
+`scrapeflow home prune` (retention applied now: `storage/retention.py`), `scrapeflow home
+expand` (compact event bodies back to JSON: `storage/event_body.py`) and `scrapeflow worker`
 (a Celery worker for this code location)."""
 
 import argparse
@@ -81,6 +82,13 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         " runs, the daemon and the webserver first",
     )
     prune_parser.set_defaults(func=cmd_home_prune)
+
+    expand_parser = actions.add_parser(
+        "expand",
+        help="write the home's compact event bodies back as Dagster's JSON, for a home that"
+        " will be read without scrapeflow (set lean_writes.compact_bodies: false first)",
+    )
+    expand_parser.set_defaults(func=cmd_home_expand)
 
     worker = sub.add_parser(
         "worker",
@@ -258,6 +266,22 @@ def cmd_home_prune(args: argparse.Namespace) -> int:
     print(f"asset events {verb}: {kinds or 'none'}")
     print(f"run logs {verb}: {common.plural(report.run_logs_removed, 'run')}")
     print(f"event log: {report.bytes_before:,} bytes before, {report.bytes_after:,} after")
+    return 0
+
+
+def cmd_home_expand(args: argparse.Namespace) -> int:
+    """Write compact event bodies back as JSON (`storage/event_body.py`); 1 when the home's
+    event log has no asset index this knows."""
+    from scrapeflow_dagster.instance import get_instance
+    from scrapeflow_dagster.storage.event_body import expand_stored_bodies
+
+    with get_instance() as instance:
+        storage = instance.event_log_storage
+        if not hasattr(storage, "index_connection"):
+            common.say_error(f"{type(storage).__name__} is not a SQL event log storage")
+            return 1
+        count = expand_stored_bodies(storage)
+    print(f"event bodies written back as JSON: {count:,}")
     return 0
 
 

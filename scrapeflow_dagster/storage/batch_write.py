@@ -46,11 +46,15 @@ def asset_key_string(asset_key: dg.AssetKey) -> str:
     return asset_key.to_string()
 
 
-def rows_by_run(events: Sequence[EventLogEntry], rows: Sequence[Row]) -> dict[str, list[Row]]:
-    """The event rows grouped by run id, each group in the order the events came."""
-    grouped: dict[str, list[Row]] = {}
+def rows_by_run(
+    events: Sequence[EventLogEntry], rows: Sequence[Row]
+) -> dict[str, tuple[list[EventLogEntry], list[Row]]]:
+    """The events and their rows grouped by run id, each group in the order the events came."""
+    grouped: dict[str, tuple[list[EventLogEntry], list[Row]]] = {}
     for event, row in zip(events, rows, strict=True):
-        grouped.setdefault(event.run_id, []).append(row)
+        run_events, run_rows = grouped.setdefault(event.run_id, ([], []))
+        run_events.append(event)
+        run_rows.append(row)
     return grouped
 
 
@@ -87,15 +91,23 @@ def write_run_shard(storage: SqliteEventLogStorage, run_id: str, rows: Sequence[
         conn.execute(SqlEventLogStorageTable.insert(), list(rows))
 
 
+# Run in a batch's transaction after its rows are inserted: (connection, rows, their ids).
+AfterInsert = Callable[[Connection, Sequence[Row], Sequence[int]], None]
+
+
 def write_index_shard(
-    storage: SqliteEventLogStorage, events: Sequence[EventLogEntry], rows: Sequence[Row]
+    storage: SqliteEventLogStorage,
+    events: Sequence[EventLogEntry],
+    rows: Sequence[Row],
+    after_insert: AfterInsert | None = None,
 ) -> list[int]:
     """Mirror the events into the index shard with their tags and `asset_keys` rows, in one
-    transaction; returns the index shard's event ids in the order of `events`."""
+    transaction (with `after_insert`, e.g. `lean_writes.delete_superseded_planned`); returns
+    the index shard's event ids in the order of `events`."""
     try:
-        return _write_index_shard(storage, events, rows, _insert_numbered_in_order)
+        return _write_index_shard(storage, events, rows, _insert_numbered_in_order, after_insert)
     except _NotNumberedInOrder:  # rolled back: insert them one by one, as stock does
-        return _write_index_shard(storage, events, rows, _insert_one_by_one)
+        return _write_index_shard(storage, events, rows, _insert_one_by_one, after_insert)
 
 
 def _write_index_shard(
@@ -103,9 +115,12 @@ def _write_index_shard(
     events: Sequence[EventLogEntry],
     rows: Sequence[Row],
     insert: Callable[[Connection, Sequence[Row]], list[int]],
+    after_insert: AfterInsert | None,
 ) -> list[int]:
     with storage._connect(INDEX_SHARD_NAME) as conn:
         event_ids = insert(conn, rows)
+        if after_insert is not None:
+            after_insert(conn, rows, event_ids)
         store_asset_event_tags(storage, conn, events, event_ids)
         has_index_cols = storage._has_asset_key_index_cols_on_connection(conn)
         for asset_key, positions in latest_positions_by_asset_key(rows).items():

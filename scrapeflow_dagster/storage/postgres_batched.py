@@ -60,6 +60,12 @@ from scrapeflow_dagster.storage.buffer import (
     buffer_config_fields,
     is_buffered,
 )
+from scrapeflow_dagster.storage.event_body import install as install_body_reader
+from scrapeflow_dagster.storage.lean_writes import (
+    delete_superseded_planned,
+    lean_writes_config_field,
+    lean_writes_from_config,
+)
 from scrapeflow_dagster.storage.planned import Row
 from scrapeflow_dagster.storage.postgres_write import write_events
 from scrapeflow_dagster.storage.retention import policy_from_config, retention_config_field
@@ -92,6 +98,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         max_buffered_events: int = DEFAULT_MAX_BUFFERED_EVENTS,
         max_buffer_seconds: float = DEFAULT_MAX_BUFFER_SECONDS,
         retention: Mapping[str, Any] | None = None,
+        lean_writes: Mapping[str, Any] | None = None,
     ):
         """Args:
         postgres_url: a SQLAlchemy URL (`postgresql+psycopg2://...`), as for the stock storage.
@@ -101,8 +108,12 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         max_buffered_events: flush when this many events wait; 0 stores every event at once.
         max_buffer_seconds: flush when an event arrives and the oldest waiting is this old.
         retention: the home's `retention` block (`retention`); None: nothing is pruned.
+        lean_writes: the `lean_writes` block (`lean_writes`; one table holds a run's log and
+            the asset events, so only `delete_superseded_planned` applies); None: defaults.
         """
         self.retention_policy = policy_from_config(retention)
+        self.lean_writes = lean_writes_from_config(lean_writes)
+        install_body_reader()  # whatever writes, a home's compact bodies read as JSON
         self._init_buffer(
             max_buffered_events=max_buffered_events,
             max_buffer_seconds=max_buffer_seconds,
@@ -132,6 +143,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
             **pg_config(),  # type: ignore[dict-item]
             **buffer_config_fields(),
             "retention": retention_config_field(),
+            "lean_writes": lean_writes_config_field(),
         }
 
     @classmethod
@@ -148,6 +160,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
             ),
             max_buffer_seconds=config_value.get("max_buffer_seconds", DEFAULT_MAX_BUFFER_SECONDS),
             retention=config_value.get("retention"),
+            lean_writes=config_value.get("lean_writes"),
         )
 
     def store_event(self, event: EventLogEntry) -> None:
@@ -167,7 +180,9 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
             super().store_event_batch(kept)
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
-        write_events(self, self._engine, events, rows)
+        lean = self.lean_writes
+        after_insert = delete_superseded_planned if lean.delete_superseded_planned else None
+        write_events(self, self._engine, events, lean.index_rows(rows), after_insert)
 
     def dispose(self) -> None:
         super().dispose()

@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 
 from scrapeflow_dagster.storage.batch_write import (
+    AfterInsert,
     entry_values,
     latest_positions_by_asset_key,
     store_asset_event_tags,
@@ -42,10 +43,12 @@ def write_events(
     engine: Engine,
     events: Sequence[EventLogEntry],
     rows: Sequence[dict[str, Any]] | None = None,
+    after_insert: AfterInsert | None = None,
 ) -> list[int]:
     """Store `events` (any run's events, in order) in one transaction; returns their ids.
 
-    `rows` are their event rows when the caller made them (default: `_event_to_row`). Asset
+    `rows` are their event rows when the caller made them (default: `_event_to_row`);
+    `after_insert` runs in the transaction once they are inserted. Asset
     events get their indexed tags and `asset_keys` rows as stock dagster-postgres writes
     them; the caller stores asset check events' extra rows (they need the committed ids).
     """
@@ -73,6 +76,8 @@ def write_events(
                 rows,
             )
             event_ids = [int(event_id) for event_id in inserted.scalars()]
+            if after_insert is not None:
+                after_insert(conn, rows, event_ids)
             if asset_events:
                 _write_asset_rows(storage, conn, asset_events, rows, event_ids, has_index_cols)
             _notify(conn, events, event_ids)

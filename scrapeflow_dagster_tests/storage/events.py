@@ -163,3 +163,16 @@ def wiped(asset: str) -> EventLogEntry:
     """An ASSET_WIPED of `asset`, as `wipe_assets` logs it (outside any run)."""
     data = AssetWipedData(asset_key=dg.AssetKey(asset), partition_keys=None)
     return _step_event("", DagsterEventType.ASSET_WIPED, data, f"wiped {asset}")
+
+
+# The `lean_writes` config of a batched storage that writes every row stock Dagster writes (the
+# tests that compare its rows with stock's row for row).
+STOCK_ROWS = {
+    "run_log_asset_events": None,
+    "delete_superseded_planned": False,
+    "compact_bodies": False,
+}
+# The same as the value of a `lean_writes:` key in dagster.yaml (`homes.write_home` options).
+STOCK_ROWS_YAML = (
+    "{run_log_asset_events: null, delete_superseded_planned: false, compact_bodies: false}"
+)

@@ -21,6 +21,7 @@ from scrapeflow_dagster.defs.partitions import (
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import dagster_yaml
 from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster.storage.lean_writes import LeanWrites, lean_writes_yaml
 from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
 from scrapeflow_dagster_tests.storage.homes import instance_of
 from scrapeflow_dagster_tests.support.graphql import ui_partition_health
@@ -36,19 +37,28 @@ FAST = {
     }
 }
 FORCED = {**FAST, "ops": {"executor_chain": {"config": {"force": True}}}}
+# One task at a time: two homes given the same runs store the same events in the same order.
+ONE_AT_A_TIME = {"scrape_settings": {"config": {"max_attempts": 1, "max_parallelism": 1}}}
 CLI_TIMEOUT_SECONDS = 300.0
 
 
 def write_chain_home(
-    home: Path, *, policy: RetentionPolicy | None = None, postgres_url: str | None = None
+    home: Path,
+    *,
+    policy: RetentionPolicy | None = None,
+    postgres_url: str | None = None,
+    lean: LeanWrites | None = None,
 ) -> Path:
-    """The home `scrapeflow home init [--retention]` writes, SQLite or Postgres."""
+    """The home `scrapeflow home init [--retention]` writes, SQLite or Postgres (with a
+    `lean_writes:` block when `lean` is given; else its defaults apply)."""
     home.mkdir(parents=True)
     text = dagster_yaml(home, postgres=postgres_url)
+    marker = "EventLogStorage\n  config:\n"
+    assert marker in text
     if policy is not None:
-        marker = "EventLogStorage\n  config:\n"
-        assert marker in text
         text = text.replace(marker, marker + retention_yaml(policy), 1)
+    if lean is not None:
+        text = text.replace(marker, marker + lean_writes_yaml(lean), 1)
     (home / "dagster.yaml").write_text(text)
     return home
 
@@ -92,17 +102,24 @@ class ChainHome:
         with instance_of(home) as instance:
             add_task_partitions(instance, self.keys)
 
-    def run(self, *, forced: bool, cwd: Path) -> subprocess.CompletedProcess[str]:
-        """One chain run over every task (a forced refresh when `forced`), from `cwd`."""
+    def run(
+        self, *, forced: bool, cwd: Path, one_at_a_time: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """One chain run over every task (a forced refresh when `forced`; one task at a time
+        and a fixed hash seed when `one_at_a_time`), from `cwd`."""
+        config = dict(FORCED if forced else FAST)
+        if one_at_a_time:
+            config["resources"] = ONE_AT_A_TIME
         command = materialize_range_command(
-            ",".join(ASSETS),
-            self.keys[0],
-            self.keys[-1],
-            config_json=json.dumps(FORCED if forced else FAST),
+            ",".join(ASSETS), self.keys[0], self.keys[-1], config_json=json.dumps(config)
         )
+        env = process_env(self.home, self.layout.root)
+        if one_at_a_time:
+            # A run's planned rows come in the order of a set of partition keys.
+            env["PYTHONHASHSEED"] = "0"
         done = subprocess.run(
             command,
-            env=process_env(self.home, self.layout.root),
+            env=env,
             cwd=cwd,
             capture_output=True,
             text=True,

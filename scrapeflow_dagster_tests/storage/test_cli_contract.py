@@ -24,6 +24,7 @@ from scrapeflow_dagster.storage.version_guard import (
     VERIFIED,
     installed_version,
 )
+from scrapeflow_dagster_tests.storage.events import STOCK_ROWS_YAML
 from scrapeflow_dagster_tests.storage.homes import (
     DEFS_MODULE,
     HAS_POSTGRES_EXTRA,
@@ -115,6 +116,11 @@ def run_three_times(home: Path, postgres_url: str | None = None) -> HomeResult:
     return result
 
 
+# The batched homes here write every row stock Dagster writes (lean writes off): these tests
+# pin the batching to stock's rows; `test_lean_writes` pins what lean writes leave out.
+STOCK = {"lean_writes": STOCK_ROWS_YAML}
+
+
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory: pytest.TempPathFactory) -> HomeResult:
     return run_three_times(write_home(tmp_path_factory.mktemp("stock") / "home", batched=False))
@@ -122,7 +128,8 @@ def stock(tmp_path_factory: pytest.TempPathFactory) -> HomeResult:
 
 @pytest.fixture(scope="module")
 def batched(tmp_path_factory: pytest.TempPathFactory) -> HomeResult:
-    return run_three_times(write_home(tmp_path_factory.mktemp("batched") / "home", batched=True))
+    home = write_home(tmp_path_factory.mktemp("batched") / "home", batched=True, options=STOCK)
+    return run_three_times(home)
 
 
 def _postgres_home(
@@ -130,7 +137,10 @@ def _postgres_home(
 ) -> HomeResult:
     require_postgres_extra()
     url = postgres.database(name)
-    home = write_home(tmp_path_factory.mktemp(name) / "home", batched=batched, postgres_url=url)
+    options = STOCK if batched else None
+    home = write_home(
+        tmp_path_factory.mktemp(name) / "home", batched=batched, postgres_url=url, options=options
+    )
     return run_three_times(home, url)
 
 

@@ -22,6 +22,7 @@ from scrapeflow_dagster.storage.postgres_write import EVENT_LOG_LOCK_KEY
 from scrapeflow_dagster_tests.storage.events import (
     ODD_KEYS,
     RUN,
+    STOCK_ROWS,
     log_line,
     materialized,
     planned,
@@ -61,7 +62,7 @@ def table_dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
 @pytest.fixture
 def storage(postgres: PostgresServer, request: pytest.FixtureRequest) -> Iterator[Any]:
     url = postgres.database(request.node.name.lower()[:30])
-    batched = BatchedPostgresEventLogStorage(url, max_buffered_events=4)
+    batched = BatchedPostgresEventLogStorage(url, max_buffered_events=4, lean_writes=STOCK_ROWS)
     yield batched, url
     batched.dispose()
 
@@ -71,7 +72,9 @@ def test_the_same_events_give_the_same_rows_as_stock_dagster_postgres(
 ) -> None:
     stock_url, batched_url = postgres.database("rows_stock"), postgres.database("rows_batched")
     stock = PostgresEventLogStorage(stock_url)
-    batched = BatchedPostgresEventLogStorage(batched_url, max_buffered_events=3)
+    batched = BatchedPostgresEventLogStorage(
+        batched_url, max_buffered_events=3, lean_writes=STOCK_ROWS
+    )
     events = two_runs()
     for event in events:
         stock.store_event(event)
@@ -92,7 +95,9 @@ def test_a_wipe_is_stored_as_stock_dagster_postgres_stores_it(postgres: Postgres
     # materialisation after it is one as usual.
     stock_url, batched_url = postgres.database("wipe_stock"), postgres.database("wipe_batched")
     stock = PostgresEventLogStorage(stock_url)
-    batched = BatchedPostgresEventLogStorage(batched_url, max_buffered_events=3)
+    batched = BatchedPostgresEventLogStorage(
+        batched_url, max_buffered_events=3, lean_writes=STOCK_ROWS
+    )
     events = [wiped("never_materialised"), materialized(RUN, "a", "p0"), wiped("a")]
     for storage in (stock, batched):
         for event in events:
@@ -108,7 +113,9 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
 ) -> None:
     stock_url, batched_url = postgres.database("subset_stock"), postgres.database("subset_batched")
     stock = PostgresEventLogStorage(stock_url)
-    batched = BatchedPostgresEventLogStorage(batched_url, max_buffered_events=3)
+    batched = BatchedPostgresEventLogStorage(
+        batched_url, max_buffered_events=3, lean_writes=STOCK_ROWS
+    )
     keys = [f"k{i}" for i in range(50)] + ODD_KEYS
     store_planned_both_ways(stock, batched, keys)
     found, expected = table_dump(batched_url), table_dump(stock_url)

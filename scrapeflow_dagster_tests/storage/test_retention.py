@@ -18,6 +18,7 @@ import pytest
 
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster.storage import version_guard
+from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
 from scrapeflow_dagster.storage.retention import PruneReport, RetentionPolicy, prune
 from scrapeflow_dagster.storage.retention_sql import MATERIALIZATION, OBSERVATION, PLANNED
 from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
@@ -45,14 +46,20 @@ def site() -> Iterator[SiteThread]:
 
 
 def _chain_home(
-    tmp_path: Path, site: SiteThread, backend: str, request: pytest.FixtureRequest
+    tmp_path: Path,
+    site: SiteThread,
+    backend: str,
+    request: pytest.FixtureRequest,
+    lean: LeanWrites | None = None,
 ) -> tuple[ChainHome, str | None]:
     url, tag = None, f"{backend}-{request.node.name[:40]}-"
     if backend == "postgres":
         require_postgres_extra()
         server: PostgresServer = request.getfixturevalue("postgres")
         url = server.database(request.node.name.lower()[-30:].strip("[]-_"))
-    home = write_chain_home(tmp_path / "home", policy=RetentionPolicy(), postgres_url=url)
+    home = write_chain_home(
+        tmp_path / "home", policy=RetentionPolicy(), postgres_url=url, lean=lean
+    )
     return ChainHome(home, tmp_path / "data", task_rows(site, TASKS, tag=tag)), url
 
 
@@ -75,7 +82,8 @@ def _asset_keys_rows(home: Path) -> list[tuple[Any, ...]]:
 def test_a_prune_after_three_runs_with_failures_changes_no_read(
     backend: str, site: SiteThread, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    chain, _ = _chain_home(tmp_path, site, backend, request)
+    # Rows as stock Dagster writes them (a home before lean writes): every kind to prune.
+    chain, _ = _chain_home(tmp_path, site, backend, request, lean=STOCK_WRITES)
     chain.run(forced=False, cwd=tmp_path)
     chain.run(forced=True, cwd=tmp_path)
     # Materialised twice, then failed: the old materialisations go, the failure stays.

@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from scrapeflow_dagster_tests.storage.events import STOCK_ROWS_YAML
 from scrapeflow_dagster_tests.storage.homes import (
     add_partitions,
     instance_of,
@@ -79,7 +80,9 @@ def test_a_killed_run_loses_at_most_its_buffer_and_the_next_run_completes(
     home = write_home(
         tmp_path / "home",
         batched=True,
-        options={"max_buffered_events": BUFFER_EVENTS},
+        # Every row stock writes, so that the run shard holds every batch it got (lean writes
+        # land in the same transactions: `test_lean_writes`).
+        options={"max_buffered_events": BUFFER_EVENTS, "lean_writes": STOCK_ROWS_YAML},
         postgres_url=url,
     )
     add_partitions(home, KEYS)

@@ -25,6 +25,7 @@ from scrapeflow_dagster_tests.storage.events import (
     ODD_KEYS,
     OTHER_RUN,
     RUN,
+    STOCK_ROWS,
     log_line,
     materialized,
     observed,
@@ -68,7 +69,9 @@ def table_dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 def test_the_same_events_give_the_same_rows_as_stock_dagster(tmp_path: Path) -> None:
     stock = SqliteEventLogStorage(str(tmp_path / "stock"))
-    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=3)
+    batched = BatchedSqliteEventLogStorage(
+        str(tmp_path / "batched"), max_buffered_events=3, lean_writes=STOCK_ROWS
+    )
     events = two_runs()
     for event in events[:8]:
         stock.store_event(event)
@@ -88,7 +91,9 @@ def test_rows_that_do_not_get_consecutive_ids_are_inserted_one_by_one(tmp_path: 
     # row after some inserts breaks that, and then the batch is inserted row by row, with
     # the ids stock Dagster's inserts get (the filler rows between them).
     stock = SqliteEventLogStorage(str(tmp_path / "stock"))
-    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=100)
+    batched = BatchedSqliteEventLogStorage(
+        str(tmp_path / "batched"), max_buffered_events=100, lean_writes=STOCK_ROWS
+    )
     events = two_runs()
     for storage, folder in ((stock, "stock"), (batched, "batched")):
         storage.store_event(log_line(RUN))  # makes the index shard
@@ -125,7 +130,9 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
     tmp_path: Path,
 ) -> None:
     stock = SqliteEventLogStorage(str(tmp_path / "stock"))
-    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), max_buffered_events=3)
+    batched = BatchedSqliteEventLogStorage(
+        str(tmp_path / "batched"), max_buffered_events=3, lean_writes=STOCK_ROWS
+    )
     # Run creation asks the storage: one planned event per asset naming the run's partitions.
     each = store_planned_both_ways(stock, batched, [f"k{i}" for i in range(50)] + ODD_KEYS)
     for shard in ("index", RUN):
@@ -139,7 +146,7 @@ def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_sto
 
 def test_new_run_shards_are_the_ones_stock_dagster_makes(tmp_path: Path) -> None:
     stock = SqliteEventLogStorage(str(tmp_path / "stock"))
-    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"))
+    batched = BatchedSqliteEventLogStorage(str(tmp_path / "batched"), lean_writes=STOCK_ROWS)
     # The first new shard is made by stock `_initdb` (the template), the next ones are copies.
     for run_id in (RUN, OTHER_RUN):
         stock.store_event(log_line(run_id))

@@ -1,0 +1,246 @@
+"""Lean writes: rows no read needs, left out as a batch is written (issue 42's lean home).
+
+A chain run stores per task three planned materialisations and three materialisations; stock
+SQLite storage writes each twice (the run's shard and the index shard). Much of that serves no
+read:
+
+- **The run's own log.** Every asset read (partition states, the status cache, the asset's
+  events and partitions pages, the backfill and automation daemons) queries the index shard; the
+  run shard's copies feed the run page's event list only, and the run readers of Dagster read
+  from it which asset keys a run touched, not which partitions (checked against 1.13:
+  `get_asset_keys_for_run` for re-execution, step and run stats). So a run's shard keeps the
+  first `run_log_asset_events` of each (asset, kind) and one log line saying the rest are in
+  the asset's own pages. A million-task run's page would otherwise list six million events.
+- **Superseded planned rows.** Once a materialisation of a partition is stored, its run's
+  planned row and any older planned row of that partition change no read: Dagster takes the
+  newest row of each kind per partition, and a partition's state from whichever of its newest
+  planned and newest materialisation is newer. They are deleted in the transaction that
+  stores the materialisation: retention's rules 2 and 3 (`retention_sql`), applied at once to
+  the batch's partitions. As there, the asset's newest planned row stays (the UI's latest run
+  for the asset), and a planned row newer than the materialisation (a later run, in progress or
+  failed) is never touched.
+
+- **Dagster's wrapping of each body.** An asset event's JSON is ~2 KB of which ~150 bytes are
+  its own; the asset index stores it deflated against a preset dictionary (`event_body`), and
+  every read of the column gets the JSON back.
+
+All three are settings of the batched storages (`lean_writes:` in dagster.yaml), on by
+default; `run_log_asset_events: null` keeps every event in the run's log,
+`delete_superseded_planned: false` every planned row, `compact_bodies: false` stores JSON.
+"""
+
+import logging
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+import sqlalchemy as db
+from dagster._core.events.log import EventLogEntry
+from sqlalchemy.engine import Connection
+
+from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE, PLANNED_TYPE
+from scrapeflow_dagster.storage.event_body import compact
+
+Row = dict[str, Any]
+OBSERVATION_TYPE = "ASSET_OBSERVATION"
+SAMPLED_TYPES = frozenset({MATERIALIZATION_TYPE, PLANNED_TYPE, OBSERVATION_TYPE})
+DEFAULT_RUN_LOG_ASSET_EVENTS = 100
+# Runs whose counts a process keeps (a webserver or daemon stores events of many runs).
+_RUNS_REMEMBERED = 256
+
+_NEWEST_PLANNED = db.text(
+    "SELECT max(id) FROM event_logs WHERE asset_key = :asset_key"
+    f" AND dagster_event_type = '{PLANNED_TYPE}'"
+)
+# One materialisation `:mat_id` of (`:asset_key`, `:partition`) by run `:run_id`: the planned
+# rows of that partition older than it that are either its own run's or older than the
+# partition's newest planned row, except the asset's newest planned row `:keep_id`.
+_DELETE_SUPERSEDED_PLANNED = db.text(
+    f"""
+DELETE FROM event_logs
+WHERE asset_key = :asset_key AND dagster_event_type = '{PLANNED_TYPE}'
+  AND partition = :partition AND id < :mat_id AND id <> :keep_id
+  AND (run_id = :run_id OR id < (
+    SELECT max(id) FROM event_logs
+    WHERE asset_key = :asset_key AND dagster_event_type = '{PLANNED_TYPE}'
+      AND partition = :partition))
+"""
+)
+
+
+@dataclass(frozen=True)
+class LeanWrites:
+    """What a batched storage leaves out as it writes.
+
+    Attributes:
+        run_log_asset_events: asset events of each (asset, kind) a run's own log keeps, per
+            writing process (SQLite; None: all, as stock). The index shard keeps every one.
+        delete_superseded_planned: delete the planned rows a stored materialisation supersedes.
+        compact_bodies: store asset events' bodies deflated (`event_body`; SQLite: in the
+            index shard).
+    """
+
+    run_log_asset_events: int | None = DEFAULT_RUN_LOG_ASSET_EVENTS
+    delete_superseded_planned: bool = True
+    compact_bodies: bool = True
+
+    def index_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
+        """`rows` as the asset index stores them: bodies of asset events compact when set."""
+        if not self.compact_bodies:
+            return rows
+        return [
+            {**row, "event": compact(row["event"])}
+            if row["dagster_event_type"] in SAMPLED_TYPES
+            else row
+            for row in rows
+        ]
+
+
+STOCK_WRITES = LeanWrites(
+    run_log_asset_events=None, delete_superseded_planned=False, compact_bodies=False
+)
+
+
+def lean_writes_config_field() -> dg.Field:
+    """The `lean_writes` key of the batched storages' config."""
+    defaults = LeanWrites()
+    return dg.Field(
+        {
+            "run_log_asset_events": dg.Field(
+                dg.Noneable(int), is_required=False, default_value=defaults.run_log_asset_events
+            ),
+            "delete_superseded_planned": dg.Field(
+                bool, is_required=False, default_value=defaults.delete_superseded_planned
+            ),
+            "compact_bodies": dg.Field(
+                bool, is_required=False, default_value=defaults.compact_bodies
+            ),
+        },
+        is_required=False,
+        description="Leave out rows no read needs as events are written (docs/configuration.md).",
+    )
+
+
+def lean_writes_from_config(config: Mapping[str, Any] | None) -> LeanWrites:
+    """The `lean_writes` block as a `LeanWrites` (absent: the defaults)."""
+    if not config:
+        return LeanWrites()
+    limit = config.get("run_log_asset_events", DEFAULT_RUN_LOG_ASSET_EVENTS)
+    if limit is not None and limit < 0:
+        raise dg.DagsterInvalidConfigError(
+            "lean_writes.run_log_asset_events must be 0 or more (null keeps every event)", [], limit
+        )
+    return LeanWrites(
+        run_log_asset_events=limit,
+        delete_superseded_planned=bool(config.get("delete_superseded_planned", True)),
+        compact_bodies=bool(config.get("compact_bodies", True)),
+    )
+
+
+def lean_writes_yaml(lean: LeanWrites, *, indent: str = "    ") -> str:
+    """`lean` as the `lean_writes:` block of an event log storage's config in dagster.yaml."""
+    limit = "null" if lean.run_log_asset_events is None else str(lean.run_log_asset_events)
+    return (
+        f"{indent}lean_writes:\n"
+        f"{indent}  run_log_asset_events: {limit}\n"
+        f"{indent}  delete_superseded_planned: {str(lean.delete_superseded_planned).lower()}\n"
+        f"{indent}  compact_bodies: {str(lean.compact_bodies).lower()}\n"
+    )
+
+
+class RunLogSample:
+    """Which of a run's asset event rows its own shard keeps (`run_log_asset_events`)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self._limit = limit
+        self._counts: OrderedDict[str, Counter[tuple[str, str]]] = OrderedDict()
+
+    def rows(
+        self,
+        run_id: str,
+        events: Sequence[EventLogEntry],
+        rows: Sequence[Row],
+        to_row: Any,
+    ) -> list[Row]:
+        """The rows of `run_id`'s `events` its shard gets: every row but the asset events past
+        the limit, and a log line (made by `to_row`, the storage's `_event_to_row`) where an
+        (asset, kind) reaches it."""
+        if self._limit is None:
+            return list(rows)
+        counts = self._counts.get(run_id)
+        if counts is None:
+            counts = self._counts[run_id] = Counter()
+            while len(self._counts) > _RUNS_REMEMBERED:
+                self._counts.popitem(last=False)
+        kept: list[Row] = []
+        for event, row in zip(events, rows, strict=True):
+            kind, asset_key = row["dagster_event_type"], row["asset_key"]
+            if kind not in SAMPLED_TYPES or asset_key is None:
+                kept.append(row)
+                continue
+            seen = counts[(asset_key, kind)]
+            counts[(asset_key, kind)] = seen + 1
+            if seen < self._limit:
+                kept.append(row)
+            elif seen == self._limit:
+                kept.append(to_row(_note(event, kind, asset_key, self._limit)))
+        return kept
+
+
+def _note(event: EventLogEntry, kind: str, asset_key: str, limit: int) -> EventLogEntry:
+    what = {
+        MATERIALIZATION_TYPE: "materializations",
+        PLANNED_TYPE: "planned materializations",
+        OBSERVATION_TYPE: "observations",
+    }[kind]
+    message = (
+        f"This run's log lists the first {limit} {what} of {asset_key} from this process; "
+        "the others are stored with the asset (its Partitions and Events pages), not here "
+        "(lean_writes.run_log_asset_events in dagster.yaml)."
+    )
+    return EventLogEntry(
+        error_info=None,
+        level=logging.INFO,
+        user_message=message,
+        run_id=event.run_id,
+        timestamp=time.time(),
+        step_key=event.step_key,
+        job_name=event.job_name,
+        dagster_event=None,
+    )
+
+
+def delete_superseded_planned(
+    conn: Connection, rows: Sequence[Row], event_ids: Sequence[int]
+) -> None:
+    """Delete the planned rows the materialisations among `rows` (stored in this transaction
+    under `event_ids`) supersede (see the module)."""
+    materialized = [
+        (row, event_id)
+        for row, event_id in zip(rows, event_ids, strict=True)
+        if row["dagster_event_type"] == MATERIALIZATION_TYPE
+        and row["partition"] is not None
+        and row["asset_key"] is not None
+    ]
+    if not materialized:
+        return
+    newest = {
+        asset_key: conn.execute(_NEWEST_PLANNED, {"asset_key": asset_key}).scalar() or 0
+        for asset_key in {row["asset_key"] for row, _ in materialized}
+    }
+    conn.execute(
+        _DELETE_SUPERSEDED_PLANNED,
+        [
+            {
+                "asset_key": row["asset_key"],
+                "partition": row["partition"],
+                "run_id": row["run_id"],
+                "mat_id": event_id,
+                "keep_id": newest[row["asset_key"]],
+            }
+            for row, event_id in materialized
+        ],
+    )
