@@ -121,10 +121,7 @@ def merge_reports(names: Sequence[str], parts: Sequence[Mapping[str, StepReport]
     merged = {name: StepReport(executor=name) for name in names}
     for part in parts:
         for name, report in part.items():
-            target = merged[name]
-            target.succeeded.update(report.succeeded)
-            target.errors.update(report.errors)
-            target.not_ready.extend(report.not_ready)
+            merged[name].merge(report)
     return merged
 
 

@@ -166,8 +166,8 @@ class BufferedEventLog:
     def _store_planned_subset(self, event: EventLogEntry) -> None:
         with self._buffer_lock:
             self.flush()  # what came before it is written before it
-            events, rows = per_partition_rows(self, event)  # type: ignore[arg-type]
-            if events:
+            # A transaction per chunk of partitions (stock Dagster commits each one alone).
+            for events, rows in per_partition_rows(self, event):  # type: ignore[arg-type]
                 self._write_rows(events, rows)
 
     @property

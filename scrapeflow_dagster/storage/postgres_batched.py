@@ -62,6 +62,7 @@ from scrapeflow_dagster.storage.buffer import (
 )
 from scrapeflow_dagster.storage.event_body import install as install_body_reader
 from scrapeflow_dagster.storage.lean_writes import (
+    POSTGRES_LEAN_WRITES,
     delete_superseded_planned,
     lean_writes_config_field,
     lean_writes_from_config,
@@ -109,10 +110,11 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         max_buffer_seconds: flush when an event arrives and the oldest waiting is this old.
         retention: the home's `retention` block (`retention`); None: nothing is pruned.
         lean_writes: the `lean_writes` block (`lean_writes`; one table holds a run's log and
-            the asset events, so only `delete_superseded_planned` applies); None: defaults.
+            the asset events, so `run_log_asset_events` does not apply); None: defaults
+            (`POSTGRES_LEAN_WRITES`: bodies compact, planned rows left to retention).
         """
         self.retention_policy = policy_from_config(retention)
-        self.lean_writes = lean_writes_from_config(lean_writes)
+        self.lean_writes = lean_writes_from_config(lean_writes, POSTGRES_LEAN_WRITES)
         install_body_reader()  # whatever writes, a home's compact bodies read as JSON
         self._init_buffer(
             max_buffered_events=max_buffered_events,
@@ -143,7 +145,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
             **pg_config(),  # type: ignore[dict-item]
             **buffer_config_fields(),
             "retention": retention_config_field(),
-            "lean_writes": lean_writes_config_field(),
+            "lean_writes": lean_writes_config_field(POSTGRES_LEAN_WRITES),
         }
 
     @classmethod

@@ -185,9 +185,11 @@ def test_lean_writes_change_no_read_and_keep_less(
         # the bytes per task at scale (docs/performance.md).
         assert home_bytes(lean.home) < 0.8 * home_bytes(stock.home)
 
-    # The asset index holds every asset event's body compact, the stock home none.
+    # The asset index holds every materialisation's and observation's body compact (planned
+    # ones as JSON), the stock home none.
     assert _bodies(lean.home, urls[0]) == {"compact": _asset_rows(lean.home, urls[0]), "json": 0}
     assert _bodies(stock.home, urls[1])["compact"] == 0
+    assert _bodies(lean.home, urls[0], PLANNED_SQL)["compact"] == 0
 
     # Retention prunes both to the same reads.
     for chain in homes:
@@ -212,7 +214,8 @@ def test_lean_writes_change_no_read_and_keep_less(
     assert every_read(lean)[:2] == every_read(stock)[:2]
 
 
-_ASSET_KINDS_SQL = "('ASSET_MATERIALIZATION', 'ASSET_MATERIALIZATION_PLANNED', 'ASSET_OBSERVATION')"
+_ASSET_KINDS_SQL = "('ASSET_MATERIALIZATION', 'ASSET_OBSERVATION')"
+PLANNED_SQL = "('ASSET_MATERIALIZATION_PLANNED')"
 
 
 def _query(home: Path, url: str | None, sql: str) -> list[tuple[Any, ...]]:
@@ -234,9 +237,10 @@ def _asset_rows(home: Path, url: str | None) -> int:
     return int(_query(home, url, sql)[0][0])
 
 
-def _bodies(home: Path, url: str | None) -> dict[str, int]:
-    """How many asset event bodies are stored compact, and how many as JSON (each parsed)."""
-    sql = f"SELECT event FROM event_logs WHERE dagster_event_type IN {_ASSET_KINDS_SQL}"
+def _bodies(home: Path, url: str | None, kinds: str = _ASSET_KINDS_SQL) -> dict[str, int]:
+    """How many bodies of events of `kinds` are stored compact, and how many as JSON (each
+    parsed)."""
+    sql = f"SELECT event FROM event_logs WHERE dagster_event_type IN {kinds}"
     counts = {"compact": 0, "json": 0}
     for (body,) in _query(home, url, sql):
         if body.startswith(COMPACT_PREFIX):

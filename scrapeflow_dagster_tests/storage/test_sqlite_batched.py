@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
+from scrapeflow_dagster.storage import planned as planned_module
 from scrapeflow_dagster.storage import version_guard
 from scrapeflow_dagster.storage.batch_write import opens_transaction_before_insert
 from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
@@ -126,9 +127,12 @@ def test_batches_count_on_the_write_lock_only_where_a_transaction_opens_before_i
         engine.dispose()
 
 
+@pytest.mark.parametrize("chunk", [None, 7])
 def test_a_runs_planned_partitions_come_as_one_event_and_are_stored_as_stock_stores_each(
-    tmp_path: Path,
+    tmp_path: Path, chunk: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if chunk is not None:  # written a chunk of partitions per transaction
+        monkeypatch.setattr(planned_module, "PLANNED_ROWS_PER_CHUNK", chunk)
     stock = SqliteEventLogStorage(str(tmp_path / "stock"))
     batched = BatchedSqliteEventLogStorage(
         str(tmp_path / "batched"), max_buffered_events=3, lean_writes=STOCK_ROWS
