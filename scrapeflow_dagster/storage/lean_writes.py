@@ -5,12 +5,13 @@ SQLite storage writes each twice (the run's shard and the index shard). Much of 
 read:
 
 - **The run's own log.** Every asset read (partition states, the status cache, the asset's
-  events and partitions pages, the backfill and automation daemons) queries the index shard; the
-  run shard's copies feed the run page's event list only, and the run readers of Dagster read
-  from it which asset keys a run touched, not which partitions (checked against 1.13:
-  `get_asset_keys_for_run` for re-execution, step and run stats). So a run's shard keeps the
-  first `run_log_asset_events` of each (asset, kind) and one log line saying the rest are in
-  the asset's own pages. A million-task run's page would otherwise list six million events.
+  events and partitions pages, the backfill and automation daemons) queries the index shard;
+  the run shard's copies feed the run page's event list, run and step stats, and Dagster's
+  per-run reads of asset events. So a run's shard keeps the first `run_log_asset_events` of
+  each (asset, kind) and one log line saying the rest are in the asset's own pages (a
+  million-task run's page would otherwise list six million events), and the SQLite storage
+  answers per-run reads of those kinds from the index shard, which has every one
+  (`sqlite_batched`).
 - **Superseded planned rows.** Once a materialisation of a partition is stored, its run's
   planned row and any older planned row of that partition change no read: Dagster takes the
   newest row of each kind per partition, and a partition's state from whichever of its newest
@@ -19,13 +20,13 @@ read:
   the batch's partitions. As there, the asset's newest planned row stays (the UI's latest run
   for the asset), and a planned row newer than the materialisation (a later run, in progress or
   failed) is never touched.
-
 - **Dagster's wrapping of each body.** A materialisation's or observation's JSON is ~2 KB of
   which ~150 bytes are its own; the asset index stores it deflated against a preset
   dictionary (`event_body`), and every read of the column gets the JSON back.
 
 All three are settings of the batched storages (`lean_writes:` in dagster.yaml), on by
-default; `run_log_asset_events: null` keeps every event in the run's log,
+default (Postgres: no write-time delete, `POSTGRES_LEAN_WRITES`); `run_log_asset_events: null`
+keeps every event in the run's log,
 `delete_superseded_planned: false` every planned row, `compact_bodies: false` stores JSON.
 """
 
