@@ -1,5 +1,7 @@
 """Real Dagster event log entries, built the way Dagster builds them, for storage tests."""
 
+import dataclasses
+import json
 import time
 from typing import Any
 
@@ -14,6 +16,8 @@ from dagster._core.events import (
     StepMaterializationData,
 )
 from dagster._core.events.log import EventLogEntry
+
+from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES
 
 RUN = "0f1e2d3c-0000-4000-8000-000000000001"
 OTHER_RUN = "0f1e2d3c-0000-4000-8000-000000000002"
@@ -166,13 +170,7 @@ def wiped(asset: str) -> EventLogEntry:
 
 
 # The `lean_writes` config of a batched storage that writes every row stock Dagster writes (the
-# tests that compare its rows with stock's row for row).
-STOCK_ROWS = {
-    "run_log_asset_events": None,
-    "delete_superseded_planned": False,
-    "compact_bodies": False,
-}
+# tests that compare its rows with stock's row for row), from `lean_writes.STOCK_WRITES`.
+STOCK_ROWS = dataclasses.asdict(STOCK_WRITES)
 # The same as the value of a `lean_writes:` key in dagster.yaml (`homes.write_home` options).
-STOCK_ROWS_YAML = (
-    "{run_log_asset_events: null, delete_superseded_planned: false, compact_bodies: false}"
-)
+STOCK_ROWS_YAML = "{" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in STOCK_ROWS.items()) + "}"
