@@ -3,7 +3,8 @@
 `BufferedEventLog` goes before a Dagster SQL event log storage in the bases of a class
 (`class X(BufferedEventLog, SqliteEventLogStorage)`); the class writes a batch in
 `_write_rows`. A run's planned events come as one event per asset naming its partitions and are
-written at once as the rows of one event per partition (`planned`). The buffer holds a run's
+written as the rows of one event per partition (`planned`): all at once, or on SQLite the first
+chunk before the run starts and the rest behind it (`planned_behind`). The buffer holds a run's
 materialisations, observations and other planned materialisations (one of each per partition)
 and is flushed:
 
@@ -23,6 +24,7 @@ parent writes it).
 """
 
 import atexit
+import itertools
 import logging
 import os
 import threading
@@ -44,6 +46,7 @@ from scrapeflow_dagster.storage.batch_write import (
 from scrapeflow_dagster.storage.event_template import EventTemplates
 from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
+from scrapeflow_dagster.storage.planned_behind import BEHIND_CHUNK_ROWS, PlannedBehind
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
 DEFAULT_MAX_BUFFER_SECONDS = 5.0
@@ -57,6 +60,15 @@ TEMPLATED_EVENT_TYPES = frozenset(
 # the step (12 of them in the demo's first 1.5 s, holding up its fetches).
 BUFFERED_EVENT_TYPES = TEMPLATED_EVENT_TYPES | {DagsterEventType.ASSET_OBSERVATION}
 _BUFFERED = frozenset(kind.value for kind in BUFFERED_EVENT_TYPES)
+# A run's end waits for its planned rows written behind its start (`planned_behind`).
+_RUN_ENDS = frozenset(
+    kind.value
+    for kind in (
+        DagsterEventType.RUN_SUCCESS,
+        DagsterEventType.RUN_FAILURE,
+        DagsterEventType.RUN_CANCELED,
+    )
+)
 
 logger = logging.getLogger(__name__)
 
@@ -124,11 +136,27 @@ class BufferedEventLog:
         self._buffer_lock = threading.RLock()
         self._event_templates = EventTemplates()
         self._unflushed = threading.local()  # `unflushed`: this thread's writes skip the flush
+        self._planned_behind = PlannedBehind()
         _live_storages.add(self)
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
         """Write `events` (in order) with their event `rows` as the stock storage would, in
         batches."""
+        raise NotImplementedError
+
+    def _planned_rows_before_run(self) -> int | None:
+        """Planned rows per asset written before a run starts, the rest behind it; None: all
+        before (a storage that writes behind overrides this and the two below)."""
+        return None
+
+    def _planned_since(self) -> int:
+        """The newest event id of the asset index, once a run's first planned rows are in."""
+        raise NotImplementedError
+
+    def _write_planned_behind(
+        self, events: Sequence[EventLogEntry], rows: Sequence[Row], since: int
+    ) -> None:
+        """Write a chunk of a run's planned rows behind its start (`planned_behind`)."""
         raise NotImplementedError
 
     def _write_buffered(self, events: Sequence[EventLogEntry]) -> None:
@@ -164,11 +192,40 @@ class BufferedEventLog:
         return self._batching
 
     def _store_planned_subset(self, event: EventLogEntry) -> None:
+        before_run = self._planned_rows_before_run()
+        # A transaction per chunk of partitions (stock Dagster commits each one alone).
+        chunk = None if before_run is None else min(before_run, BEHIND_CHUNK_ROWS)
+        chunks = per_partition_rows(self, event, chunk=chunk)  # type: ignore[arg-type]
         with self._buffer_lock:
             self.flush()  # what came before it is written before it
-            # A transaction per chunk of partitions (stock Dagster commits each one alone).
-            for events, rows in per_partition_rows(self, event):  # type: ignore[arg-type]
+            written = 0
+            for events, rows in chunks:
                 self._write_rows(events, rows)
+                written += len(rows)
+                if before_run is not None and written >= before_run:
+                    break
+            if before_run is None:
+                return
+            following = next(chunks, None)
+            if following is None:
+                return
+            since = self._planned_since()
+        self._planned_behind.start(
+            event.run_id,
+            itertools.chain([following], chunks),
+            lambda events, rows: self._write_planned_behind(events, rows, since),
+        )
+
+    def wait_for_planned_rows(self, run_id: str | None = None) -> None:
+        """Until this process has written the planned rows of `run_id` (None: of every run)
+        it writes behind the run's start (`planned_behind`)."""
+        self._planned_behind.wait(run_id)
+
+    def _wait_at_run_ends(self, events: Sequence[EventLogEntry]) -> None:
+        for event in events:
+            dagster_event = event.dagster_event
+            if dagster_event is not None and dagster_event.event_type_value in _RUN_ENDS:
+                self._planned_behind.wait(event.run_id)
 
     @property
     def buffered_event_count(self) -> int:
@@ -176,6 +233,7 @@ class BufferedEventLog:
         return len(self._buffer)
 
     def store_event(self, event: EventLogEntry) -> None:
+        self._wait_at_run_ends([event])
         if self._batching and is_planned_subset(event):
             self._store_planned_subset(event)
             return
@@ -195,6 +253,7 @@ class BufferedEventLog:
                 self.flush()
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        self._wait_at_run_ends(events)
         if not self._batching:
             super().store_event_batch(events)  # type: ignore[misc]
             return
@@ -246,10 +305,12 @@ class BufferedEventLog:
             self._unflushed.on = False
 
     def wipe(self) -> None:
+        self._planned_behind.wait()
         self.flush()
         super().wipe()  # type: ignore[misc]
 
     def dispose(self) -> None:
+        self._planned_behind.wait()
         self.flush()
         super().dispose()  # type: ignore[misc]
 
@@ -258,6 +319,7 @@ class BufferedEventLog:
         self._buffer = []
         self._oldest_buffered = None
         self._buffer_lock = threading.RLock()
+        self._planned_behind.forget()
 
 
 _live_storages: "weakref.WeakSet[BufferedEventLog]" = weakref.WeakSet()

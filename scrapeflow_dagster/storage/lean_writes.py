@@ -24,13 +24,19 @@ read:
   which ~150 bytes are its own; the asset index stores it deflated against a preset
   dictionary (`event_body`), and every read of the column gets the JSON back.
 
-All three are settings of the batched storages (`lean_writes:` in dagster.yaml), on by
-default (Postgres: no write-time delete, `POSTGRES_LEAN_WRITES`); `run_log_asset_events: null`
-keeps every event in the run's log,
-`delete_superseded_planned: false` every planned row, `compact_bodies: false` stores JSON.
+And one write that no read needs *before the run starts*: a run's planned rows past the first
+`planned_rows_before_run` per asset are written while the run goes on (`planned_behind`,
+SQLite).
+
+All are settings of the batched storages (`lean_writes:` in dagster.yaml), on by default
+(Postgres: no write-time delete and every planned row before the run, `POSTGRES_LEAN_WRITES`);
+`run_log_asset_events: null` keeps every event in the run's log, `delete_superseded_planned:
+false` every planned row, `compact_bodies: false` stores JSON, `planned_rows_before_run: null`
+writes every planned row before the run starts.
 """
 
 import logging
+import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
@@ -48,10 +54,13 @@ from scrapeflow_dagster.storage.event_body import compact
 Row = dict[str, Any]
 OBSERVATION_TYPE = "ASSET_OBSERVATION"
 SAMPLED_TYPES = frozenset({MATERIALIZATION_TYPE, PLANNED_TYPE, OBSERVATION_TYPE})
-# Not planned rows: written before a run starts (15 us each compacted, 45 s more before a
-# million-task run's first request), and deleted once their partition is materialised.
-COMPACT_TYPES = frozenset({MATERIALIZATION_TYPE, OBSERVATION_TYPE})
+# Planned rows too (841 -> 139 bytes): at 14 us each, a million-task run's 3 million cost ~40 s,
+# most of them written behind the run's start (`planned_behind`); as JSON they made 4.2 GB of
+# index (and as much free space once deleted).
+COMPACT_TYPES = frozenset({MATERIALIZATION_TYPE, OBSERVATION_TYPE, PLANNED_TYPE})
 DEFAULT_RUN_LOG_ASSET_EVENTS = 100
+# Per asset: the rows of a 10,000-task run all before it starts (~0.3 s each asset), as stock.
+DEFAULT_PLANNED_ROWS_BEFORE_RUN = 10_000
 # Runs whose counts a process keeps (a webserver or daemon stores events of many runs).
 _RUNS_REMEMBERED = 256
 
@@ -85,11 +94,15 @@ class LeanWrites:
         delete_superseded_planned: delete the planned rows a stored materialisation supersedes.
         compact_bodies: store asset events' bodies deflated (`event_body`; SQLite: in the
             index shard).
+        planned_rows_before_run: planned rows per asset written before a run starts; the rest
+            are written by a thread while it goes on (`planned_behind`; SQLite only). None:
+            all before, as stock.
     """
 
     run_log_asset_events: int | None = DEFAULT_RUN_LOG_ASSET_EVENTS
     delete_superseded_planned: bool = True
     compact_bodies: bool = True
+    planned_rows_before_run: int | None = DEFAULT_PLANNED_ROWS_BEFORE_RUN
 
     def index_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
         """`rows` as the asset index stores them: bodies of materialisations and observations
@@ -108,9 +121,14 @@ class LeanWrites:
 # (measured 2026-11-28; not profiled: a delete per row, one round trip each, on a table that
 # grew within the run before any statistics), and Postgres reuses the space only after
 # VACUUM. Retention deletes the same rows later, in chunks (`retention_sql`).
-POSTGRES_LEAN_WRITES = LeanWrites(delete_superseded_planned=False)
+# Every planned row before the run too: behind it, a row of another process could come between
+# a chunk's check and its insert (`planned_behind`).
+POSTGRES_LEAN_WRITES = LeanWrites(delete_superseded_planned=False, planned_rows_before_run=None)
 STOCK_WRITES = LeanWrites(
-    run_log_asset_events=None, delete_superseded_planned=False, compact_bodies=False
+    run_log_asset_events=None,
+    delete_superseded_planned=False,
+    compact_bodies=False,
+    planned_rows_before_run=None,
 )
 
 
@@ -126,6 +144,9 @@ def lean_writes_config_field(defaults: LeanWrites = LeanWrites()) -> dg.Field:
             ),
             "compact_bodies": dg.Field(
                 bool, is_required=False, default_value=defaults.compact_bodies
+            ),
+            "planned_rows_before_run": dg.Field(
+                dg.Noneable(int), is_required=False, default_value=defaults.planned_rows_before_run
             ),
         },
         is_required=False,
@@ -145,23 +166,34 @@ def lean_writes_from_config(
         raise dg.DagsterInvalidConfigError(
             "lean_writes.run_log_asset_events must be 0 or more (null keeps every event)", [], limit
         )
+    before_run = config.get("planned_rows_before_run", defaults.planned_rows_before_run)
+    if before_run is not None and before_run < 1:
+        raise dg.DagsterInvalidConfigError(
+            "lean_writes.planned_rows_before_run must be 1 or more (null writes every planned"
+            " row before the run starts)",
+            [],
+            before_run,
+        )
     return LeanWrites(
         run_log_asset_events=limit,
         delete_superseded_planned=bool(
             config.get("delete_superseded_planned", defaults.delete_superseded_planned)
         ),
         compact_bodies=bool(config.get("compact_bodies", defaults.compact_bodies)),
+        planned_rows_before_run=before_run,
     )
 
 
 def lean_writes_yaml(lean: LeanWrites, *, indent: str = "    ") -> str:
     """`lean` as the `lean_writes:` block of an event log storage's config in dagster.yaml."""
     limit = "null" if lean.run_log_asset_events is None else str(lean.run_log_asset_events)
+    before_run = lean.planned_rows_before_run
     return (
         f"{indent}lean_writes:\n"
         f"{indent}  run_log_asset_events: {limit}\n"
         f"{indent}  delete_superseded_planned: {str(lean.delete_superseded_planned).lower()}\n"
         f"{indent}  compact_bodies: {str(lean.compact_bodies).lower()}\n"
+        f"{indent}  planned_rows_before_run: {'null' if before_run is None else before_run}\n"
     )
 
 
@@ -171,6 +203,8 @@ class RunLogSample:
     def __init__(self, limit: int | None) -> None:
         self._limit = limit
         self._counts: OrderedDict[str, Counter[tuple[str, str]]] = OrderedDict()
+        # A run's planned rows written behind its start come from a thread (`planned_behind`).
+        self._lock = threading.Lock()
 
     def rows(
         self,
@@ -184,6 +218,17 @@ class RunLogSample:
         (asset, kind) reaches it."""
         if self._limit is None:
             return list(rows)
+        with self._lock:
+            return self._sample(self._limit, run_id, events, rows, to_row)
+
+    def _sample(
+        self,
+        limit: int,
+        run_id: str,
+        events: Sequence[EventLogEntry],
+        rows: Sequence[Row],
+        to_row: Any,
+    ) -> list[Row]:
         counts = self._counts.get(run_id)
         if counts is None:
             counts = self._counts[run_id] = Counter()
@@ -197,10 +242,10 @@ class RunLogSample:
                 continue
             seen = counts[(asset_key, kind)]
             counts[(asset_key, kind)] = seen + 1
-            if seen < self._limit:
+            if seen < limit:
                 kept.append(row)
-            elif seen == self._limit:
-                kept.append(to_row(_note(event, kind, asset_key, self._limit)))
+            elif seen == limit:
+                kept.append(to_row(_note(event, kind, asset_key, limit)))
         return kept
 
 

@@ -35,6 +35,7 @@ it stores events exactly as stock dagster-postgres does, with its NullPool (`ver
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import dagster as dg
 from dagster._core.events import ASSET_CHECK_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.config import pg_config
@@ -112,9 +113,19 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         lean_writes: the `lean_writes` block (`lean_writes`; one table holds a run's log and
             the asset events, so `run_log_asset_events` does not apply); None: defaults
             (`POSTGRES_LEAN_WRITES`: bodies compact, planned rows left to retention).
+
+        Raises:
+            DagsterInvalidConfigError: for `planned_rows_before_run` set (SQLite only).
         """
         self.retention_policy = policy_from_config(retention)
         self.lean_writes = lean_writes_from_config(lean_writes, POSTGRES_LEAN_WRITES)
+        if self.lean_writes.planned_rows_before_run is not None:
+            raise dg.DagsterInvalidConfigError(
+                "lean_writes.planned_rows_before_run is for the SQLite storage: on Postgres every"
+                " planned row is written before the run starts (leave it out, or null)",
+                [],
+                self.lean_writes.planned_rows_before_run,
+            )
         install_body_reader()  # whatever writes, a home's compact bodies read as JSON
         self._init_buffer(
             max_buffered_events=max_buffered_events,

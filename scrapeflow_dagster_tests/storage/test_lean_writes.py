@@ -12,6 +12,7 @@ lean home is smaller. A Dagster
 upgrade that reads the rows another way fails here (`make compat` runs this module).
 """
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -68,6 +69,8 @@ def _runs_named(home: Path, value: Any) -> Any:
 
 
 def _home(tmp_path: Path, name: str, lean: LeanWrites, url: str | None) -> Path:
+    if url is not None:  # every planned row before the run starts on Postgres
+        lean = dataclasses.replace(lean, planned_rows_before_run=None)
     return write_chain_home(
         tmp_path / name,
         policy=RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None),
@@ -185,11 +188,13 @@ def test_lean_writes_change_no_read_and_keep_less(
         # the bytes per task at scale (docs/performance.md).
         assert home_bytes(lean.home) < 0.8 * home_bytes(stock.home)
 
-    # The asset index holds every materialisation's and observation's body compact (planned
-    # ones as JSON), the stock home none.
+    # The asset index holds every materialisation's, observation's and planned body compact,
+    # the stock home none.
     assert _bodies(lean.home, urls[0]) == {"compact": _asset_rows(lean.home, urls[0]), "json": 0}
     assert _bodies(stock.home, urls[1])["compact"] == 0
-    assert _bodies(lean.home, urls[0], PLANNED_SQL)["compact"] == 0
+    planned_bodies = _bodies(lean.home, urls[0], PLANNED_SQL)
+    assert planned_bodies["json"] == 0 and planned_bodies["compact"] > 0, planned_bodies
+    assert _bodies(stock.home, urls[1], PLANNED_SQL)["compact"] == 0
 
     # Retention prunes both to the same reads.
     for chain in homes:
@@ -199,7 +204,9 @@ def test_lean_writes_change_no_read_and_keep_less(
 
     # `scrapeflow home expand` writes the bodies back as Dagster's JSON, for a home leaving
     # scrapeflow: none compact after, every one JSON, the reads unchanged.
-    compact = _bodies(lean.home, urls[0])["compact"]
+    compact = (
+        _bodies(lean.home, urls[0])["compact"] + _bodies(lean.home, urls[0], PLANNED_SQL)["compact"]
+    )
     done = subprocess.run(
         [sys.executable, "-m", "scrapeflow_dagster.cli", "home", "expand"],
         env=process_env(lean.home, lean.layout.root),
@@ -211,6 +218,7 @@ def test_lean_writes_change_no_read_and_keep_less(
     assert done.returncode == 0, done.stderr
     assert f"event bodies written back as JSON: {compact:,}" in done.stdout
     assert _bodies(lean.home, urls[0]) == {"compact": 0, "json": _asset_rows(lean.home, urls[0])}
+    assert _bodies(lean.home, urls[0], PLANNED_SQL)["compact"] == 0
     assert every_read(lean)[:2] == every_read(stock)[:2]
 
 

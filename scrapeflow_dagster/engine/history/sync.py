@@ -156,23 +156,27 @@ def joined_spool(paths: Sequence[Path]) -> Path:
     `filename = true` would; a line that is not an object is kept as it is (DuckDB refuses
     it, and the files are then read one by one).
 
+    Written file by file: memory holds one spool file's lines (at most a Ledger's `batch_rows`),
+    not a batch's (up to `FILES_PER_TRANSACTION` files), twice over as the joined bytes were.
+
     Raises:
         OSError: when a file cannot be read or the joined file written.
     """
-    parts: list[bytes] = []
-    for path in paths:
-        field = b'{"filename":' + orjson.dumps(str(path))
-        for line in path.read_bytes().splitlines():
-            line = line.strip()
-            if line.startswith(b"{"):
-                rest = line[1:].lstrip()
-                line = field + (b"," if not rest.startswith(b"}") else b"") + rest
-            if line:
-                parts.append(line)
     joined = paths[0].with_name(f"{JOINED_PREFIX}{uuid.uuid4().hex}{paths[0].suffix}")
     try:
-        joined.write_bytes(b"\n".join(parts) + b"\n")
-    except OSError:
+        with open(joined, "wb") as out:
+            for path in paths:
+                field = b'{"filename":' + orjson.dumps(str(path))
+                lines = []
+                for line in path.read_bytes().splitlines():
+                    line = line.strip()
+                    if line.startswith(b"{"):
+                        rest = line[1:].lstrip()
+                        line = field + (b"," if not rest.startswith(b"}") else b"") + rest
+                    if line:
+                        lines.append(line + b"\n")
+                out.writelines(lines)
+    except BaseException:
         joined.unlink(missing_ok=True)
         raise
     return joined

@@ -1,0 +1,149 @@
+"""A run's planned rows past the first chunk per asset, written while the run goes on.
+
+Dagster starts a run only once its planned events are stored (`planned`: one event per asset,
+written as one row per partition). At 1,000,000 tasks those 3 million rows took 125 s of the
+153 s between `dagster asset materialize` and the first request (measured 2026-11-28). So the
+SQLite storage writes the first `lean_writes.planned_rows_before_run` rows of each asset before
+the run starts, and a thread of the process that created the run writes the rest, a chunk per
+transaction, while the run goes on.
+
+What every reader sees stays what stock Dagster's order gives. A planned row counts only while
+it is the newest planned-or-materialisation row of its partition, and any such row stored since
+the run's planning began (a materialisation by this run, a partition `release_not_attempted`
+gave back to missing, another run's plan or materialisation) would on a stock home have come
+after this run's planned row, and so supersedes it. A chunk therefore deletes, in the
+transaction that inserts it, its rows whose partition has such a row (`drop_superseded`): the
+insert holds SQLite's write lock, so no other process's row can come between the check and
+the insert. (Not on Postgres, where two transactions can interleave so: there every planned
+row is written before the run starts.)
+
+The thread is not a daemon: a process that created a run (a webserver, the daemon, a
+`scrapeflow` command) ends only once the run's planned rows are written. Where the run executes
+in that process (`dagster asset materialize`), the run's end waits for them (`wait`), so a
+failed run's partitions end FAILED as on a stock home. Left as they are: until the thread is
+done, the run's later partitions show missing where a stock home shows them in progress; a
+process killed before it is done leaves them missing (not FAILED when the run fails).
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import sqlalchemy as db
+from dagster._core.events.log import EventLogEntry
+from sqlalchemy.engine import Connection
+
+from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE, PLANNED_TYPE
+from scrapeflow_dagster.storage.planned import Row
+
+logger = logging.getLogger(__name__)
+
+Chunk = tuple[list[EventLogEntry], list[Row]]
+WriteChunk = Callable[[list[EventLogEntry], list[Row]], None]
+
+# A chunk waits this long in all for SQLite's write lock (a shard's batch holds it for
+# fractions of a second; Dagster's own SQLite timeout is shorter).
+_LOCKED_RETRY_SECONDS = 60.0
+# Rows per transaction behind the run's start, and the pause after each, as long as it took:
+# every transaction of the process holds the storage's lock (Dagster's `_db_lock`), which a
+# thread writing chunk after chunk kept from the run's own start (13 s at 100,000 tasks with
+# chunks of 10,000 and no pause).
+BEHIND_CHUNK_ROWS = 2_000
+
+# The chunk's rows (ids `:first` to `:last`) whose partition got a materialisation or a planned
+# row after `:since` (the run's first chunk) and before the chunk.
+_DROP_SUPERSEDED = db.text(
+    f"""
+DELETE FROM event_logs
+WHERE id BETWEEN :first AND :last
+  AND EXISTS (
+    SELECT 1 FROM event_logs AS later
+    WHERE later.asset_key = event_logs.asset_key
+      AND later.dagster_event_type IN ('{MATERIALIZATION_TYPE}', '{PLANNED_TYPE}')
+      AND later.partition = event_logs.partition
+      AND later.id > :since AND later.id < :first)
+"""
+)
+
+
+def drop_superseded(conn: Connection, event_ids: Sequence[int], since: int) -> None:
+    """Delete the planned rows just inserted under `event_ids` (consecutive, in the
+    transaction that inserted them) whose partition has a materialisation or planned row newer
+    than `since` (see the module)."""
+    if event_ids:
+        conn.execute(
+            _DROP_SUPERSEDED, {"first": event_ids[0], "last": event_ids[-1], "since": since}
+        )
+
+
+class PlannedBehind:
+    """The threads of one storage writing runs' remaining planned rows (one per asset)."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, list[threading.Thread]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, run_id: str, chunks: Iterator[Chunk], write: WriteChunk) -> None:
+        """Write `chunks` of `run_id`'s planned rows with `write` in a thread."""
+        thread = threading.Thread(
+            target=_write_all,
+            args=(run_id, chunks, write),
+            name=f"scrapeflow-planned-{run_id[:8]}",
+            daemon=False,  # see the module: the process waits for it
+        )
+        with self._lock:
+            self._threads.setdefault(run_id, []).append(thread)
+        thread.start()
+
+    def wait(self, run_id: str | None = None) -> None:
+        """Until the rows of `run_id` (None: of every run) are written or given up."""
+        with self._lock:
+            if run_id is None:
+                waiting = [t for threads in self._threads.values() for t in threads]
+                self._threads.clear()
+            else:
+                waiting = self._threads.pop(run_id, [])
+        for thread in waiting:
+            if thread is not threading.current_thread():
+                thread.join()
+
+    def forget(self) -> None:
+        """In a forked child: its parent's threads are not there."""
+        self._threads = {}
+        self._lock = threading.Lock()
+
+
+def _write_all(run_id: str, chunks: Iterator[Chunk], write: WriteChunk) -> None:
+    written = 0
+    try:
+        for events, rows in chunks:
+            started = time.monotonic()
+            _write_waiting_for_lock(write, events, rows)
+            written += len(rows)
+            time.sleep(time.monotonic() - started)  # the process's other writes go first
+    except Exception:
+        logger.exception(
+            "run %s: %d planned rows written behind its start, the others could not be (its"
+            " partitions without one show missing, not in progress or failed)",
+            run_id,
+            written,
+        )
+    else:
+        logger.debug("run %s: %d planned rows written behind its start", run_id, written)
+
+
+def _write_waiting_for_lock(
+    write: WriteChunk, events: list[EventLogEntry], rows: list[Row]
+) -> None:
+    deadline = time.monotonic() + _LOCKED_RETRY_SECONDS
+    delay = 0.05
+    while True:
+        try:
+            write(events, rows)
+            return
+        except db.exc.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 1.0)
