@@ -84,6 +84,26 @@ WHERE asset_key = :asset_key AND dagster_event_type = '{PLANNED_TYPE}'
 )
 
 
+# `_DELETE_SUPERSEDED_PLANNED` for a batch's materialisations at once (Postgres), given as
+# arrays; at most one per (asset, partition).
+_DELETE_SUPERSEDED_PLANNED_SET = db.text(
+    f"""
+DELETE FROM event_logs
+USING unnest(CAST(:asset_key AS text[]), CAST(:partition AS text[]), CAST(:run_id AS text[]),
+             CAST(:mat_id AS bigint[]), CAST(:keep_id AS bigint[]))
+  AS m(asset_key, partition, run_id, mat_id, keep_id)
+WHERE event_logs.asset_key = m.asset_key
+  AND event_logs.dagster_event_type = '{PLANNED_TYPE}'
+  AND event_logs.partition = m.partition AND event_logs.id < m.mat_id
+  AND event_logs.id <> m.keep_id
+  AND (event_logs.run_id = m.run_id OR event_logs.id < (
+    SELECT max(later.id) FROM event_logs AS later
+    WHERE later.asset_key = m.asset_key AND later.dagster_event_type = '{PLANNED_TYPE}'
+      AND later.partition = m.partition))
+"""
+)
+
+
 @dataclass(frozen=True)
 class LeanWrites:
     """What a batched storage leaves out as it writes.
@@ -290,16 +310,25 @@ def delete_superseded_planned(
         asset_key: conn.execute(_NEWEST_PLANNED, {"asset_key": asset_key}).scalar() or 0
         for asset_key in {row["asset_key"] for row, _ in materialized}
     }
-    conn.execute(
-        _DELETE_SUPERSEDED_PLANNED,
-        [
-            {
-                "asset_key": row["asset_key"],
-                "partition": row["partition"],
-                "run_id": row["run_id"],
-                "mat_id": event_id,
-                "keep_id": newest[row["asset_key"]],
-            }
-            for row, event_id in materialized
-        ],
-    )
+    params = [
+        {
+            "asset_key": row["asset_key"],
+            "partition": row["partition"],
+            "run_id": row["run_id"],
+            "mat_id": event_id,
+            "keep_id": newest[row["asset_key"]],
+        }
+        for row, event_id in materialized
+    ]
+    once = len({(p["asset_key"], p["partition"]) for p in params}) == len(params)
+    if conn.dialect.name == "postgresql" and once:
+        # One statement for the batch: psycopg2 sends an executemany one row per round trip
+        # (a 10,000-task chain run took 148 s instead of 37). Only where each partition has
+        # one materialisation in the batch: the statement reads each partition's newest
+        # planned row once, where one by one a later delete sees the earlier ones'.
+        conn.execute(
+            _DELETE_SUPERSEDED_PLANNED_SET,
+            {name: [p[name] for p in params] for name in params[0]},
+        )
+        return
+    conn.execute(_DELETE_SUPERSEDED_PLANNED, params)

@@ -259,33 +259,38 @@ def _bodies(home: Path, url: str | None, kinds: str = _ASSET_KINDS_SQL) -> dict[
     return counts
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_lean_home_keeps_a_planned_row_only_where_a_read_needs_it(
-    site: SiteThread, tmp_path: Path
+    backend: str, site: SiteThread, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    url = None
+    if backend == "postgres":  # the write-time delete, on (its default there is off)
+        require_postgres_extra()
+        url = request.getfixturevalue("postgres").database("lean_writes_planned")
     chain = ChainHome(
-        _home(tmp_path, "lean", LeanWrites(), None),
+        _home(tmp_path, "lean", LeanWrites(), url),
         tmp_path / "data",
-        task_rows(site, TASKS, tag="lean-planned-"),
+        task_rows(site, TASKS, tag=f"lean-planned-{backend}-"),
     )
     chain.run(forced=False, cwd=tmp_path)
     chain.run(forced=True, cwd=tmp_path)
 
-    with sqlite3.connect(chain.home / "history" / "runs" / "index.db") as db:
-        planned = db.execute(
-            "SELECT count(*) FROM event_logs WHERE dagster_event_type = ?", (PLANNED,)
-        ).fetchone()[0]
-        # A planned row older than a materialisation of its partition, other than the newest
-        # planned row of its asset when that materialisation came (the asset's latest run in
-        # the UI): what lean writes delete.
-        superseded = db.execute(
-            """SELECT p.asset_key, p.partition FROM event_logs p
-            JOIN event_logs m ON m.asset_key = p.asset_key AND m.partition = p.partition
-              AND m.dagster_event_type = 'ASSET_MATERIALIZATION' AND m.id > p.id
-            WHERE p.dagster_event_type = :planned AND p.id <> (
-              SELECT max(id) FROM event_logs
-              WHERE asset_key = p.asset_key AND dagster_event_type = :planned AND id < m.id)""",
-            {"planned": PLANNED},
-        ).fetchall()
+    planned_type = f"'{PLANNED}'"
+    count_sql = f"SELECT count(*) FROM event_logs WHERE dagster_event_type = {planned_type}"
+    planned = _query(chain.home, url, count_sql)[0][0]
+    # A planned row older than a materialisation of its partition, other than the newest
+    # planned row of its asset when that materialisation came (the asset's latest run in the
+    # UI): what lean writes delete.
+    superseded = _query(
+        chain.home,
+        url,
+        f"""SELECT p.asset_key, p.partition FROM event_logs p
+        JOIN event_logs m ON m.asset_key = p.asset_key AND m.partition = p.partition
+          AND m.dagster_event_type = 'ASSET_MATERIALIZATION' AND m.id > p.id
+        WHERE p.dagster_event_type = {planned_type} AND p.id <> (
+          SELECT max(id) FROM event_logs
+          WHERE asset_key = p.asset_key AND dagster_event_type = {planned_type} AND id < m.id)""",
+    )
     assert superseded == []
     # Two runs planned 3 x TASKS partitions each (240 rows, and more outside the runs for
     # the tasks a failure kept from later steps); left are the partitions the chain did not
