@@ -4,6 +4,7 @@
                                                          # postgres (needs 127.0.0.1:5432), ...
     .venv/bin/python -m bench.run_all --with-settings    # plus bench_dagster --instance-settings
     .venv/bin/python -m bench.run_all --with-scale       # plus peak RSS at 100k tasks
+    .venv/bin/python -m bench.run_all --with-chain-scale # plus the chain at 10k and 100k tasks
     .venv/bin/python -m bench.run_all --quick            # small sizes: checks the scripts run
     .venv/bin/python -m bench.run_all --only engine --only add --json-dir out/
 
@@ -359,6 +360,19 @@ def rows_retention(data: dict[str, Any], _out: str) -> list[Row]:
     return rows
 
 
+def rows_chain_scale(data: dict[str, Any], _out: str) -> list[Row]:
+    rows: list[Row] = []
+    for r in data.get("sizes", []):
+        n = r["tasks"]
+        rows.append(["chain scale", f"{n:,} tasks: run s", _get(r, "run", "seconds"), "", "-"])
+        rate = _get(r, "run", "tasks_per_second")
+        rows.append(["chain scale", f"{n:,} tasks: tasks/s", rate, "", "-"])
+    # bench_chain_scale lists its targets as {figure, value, target, ok}, per size.
+    for t in data.get("targets", []):
+        rows.append(["chain scale", t["figure"], t["value"], t["target"], _verdict(t["ok"])])
+    return rows
+
+
 def rows_shards(_data: dict[str, Any], out: str) -> list[Row]:
     # bench_shards prints "<two> / <one>: 1.56x pages/s (target >= 1.6)" per comparison.
     rows: list[Row] = []
@@ -385,9 +399,11 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("status", "bench.bench_status", rows_status, True),
     ("retention", "bench.bench_retention", rows_retention, True),
     ("scale", "bench.bench_dagster", rows_scale, True),
+    ("chain-scale", "bench.bench_chain_scale", rows_chain_scale, True),
 ]
-# Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs.
-OPT_IN = {"scale"}
+# Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs;
+# chain-scale (--with-chain-scale or --only chain-scale): the chain at 100k, ~3 GB of disk.
+OPT_IN = {"scale", "chain-scale"}
 BASE_ARGS = {
     # Postgres keeps its own disk; the homes and scrapeflow's data go to tmpfs.
     "postgres": ["--tmp-dir", SHM] if Path(SHM).is_dir() else [],
@@ -408,6 +424,7 @@ QUICK_ARGS = {
     "peer": ["--tasks", "1000", "--rounds", "1"],
     "status": ["--sizes", "2000", "--rounds", "1"],
     "retention": ["--tasks", "60", "--refreshes", "2"],
+    "chain-scale": ["--sizes", "2000", "--status-rounds", "1"],
 }
 
 
@@ -441,16 +458,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--with-scale", action="store_true", help="also peak RSS at 100k tasks (~30 min)"
     )
+    parser.add_argument(
+        "--with-chain-scale",
+        action="store_true",
+        help="also the whole chain in one run at 10k and 100k tasks (issue 42)",
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--json-dir", default=None, help="keep each script's JSON here")
     args = parser.parse_args(argv)
 
     json_dir = Path(args.json_dir or tempfile.mkdtemp(prefix="bench-all-"))
     json_dir.mkdir(parents=True, exist_ok=True)
+    opted_in = {"scale": args.with_scale, "chain-scale": args.with_chain_scale}
     selected = [
         b
         for b in BENCHES
-        if (b[0] in args.only if args.only else b[0] not in OPT_IN or args.with_scale)
+        if (b[0] in args.only if args.only else b[0] not in OPT_IN or opted_in[b[0]])
     ]
     info = machine_info()
     print(f"bench.run_all: {', '.join(b[0] for b in selected)} (JSON in {json_dir})")
