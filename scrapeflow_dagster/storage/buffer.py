@@ -45,6 +45,7 @@ from scrapeflow_dagster.storage.batch_write import (
 )
 from scrapeflow_dagster.storage.event_template import EventTemplates
 from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
+from scrapeflow_dagster.storage.partition_keys import Fingerprint, PartitionKeys, fingerprint
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 from scrapeflow_dagster.storage.planned_behind import BEHIND_CHUNK_ROWS, PlannedBehind
 
@@ -137,6 +138,7 @@ class BufferedEventLog:
         self._event_templates = EventTemplates()
         self._unflushed = threading.local()  # `unflushed`: this thread's writes skip the flush
         self._planned_behind = PlannedBehind()
+        self._partition_keys = PartitionKeys()  # `partition_keys`: read again once changed
         _live_storages.add(self)
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
@@ -290,6 +292,20 @@ class BufferedEventLog:
         if not getattr(self._unflushed, "on", False):
             self.flush()
         return super().index_connection()  # type: ignore[misc]
+
+    def get_dynamic_partitions(self, partitions_def_name: str) -> Sequence[str]:
+        stock = super().get_dynamic_partitions  # type: ignore[misc]
+        if not self._batching:
+            return stock(partitions_def_name)  # type: ignore[no-any-return]
+        self._check_partitions_table()  # type: ignore[attr-defined]
+
+        def current() -> Fingerprint:
+            with self.index_connection() as conn:
+                return fingerprint(conn, partitions_def_name)
+
+        return self._partition_keys.get(
+            partitions_def_name, current, lambda: stock(partitions_def_name)
+        )
 
     def add_dynamic_partitions(
         self, partitions_def_name: str, partition_keys: Sequence[str]
