@@ -218,11 +218,6 @@ class BufferedEventLog:
             lambda events, rows: self._write_planned_behind(events, rows, since),
         )
 
-    def wait_for_planned_rows(self, run_id: str | None = None) -> None:
-        """Until this process has written the planned rows of `run_id` (None: of every run)
-        it writes behind the run's start (`planned_behind`)."""
-        self._planned_behind.wait(run_id)
-
     def _wait_at_run_ends(self, events: Sequence[EventLogEntry]) -> None:
         for event in events:
             dagster_event = event.dagster_event
