@@ -50,7 +50,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from bench.bench_status import table_of
 from bench.dagster.cli_runs import OURS_MODULE, cleanup, materialize_cmd, write_tasks
@@ -77,7 +77,27 @@ FIRST_PAGE_POLL_SECONDS = 0.05
 MEMORY_SAMPLE_SECONDS = 0.5
 
 
-class FirstPage:
+class _Poller:
+    """A daemon thread running `_run` between `__enter__` and `__exit__` (which stops it via
+    `_stop` and joins it)."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class FirstPage(_Poller):
     """Polls the site's request counts in a thread until a `/page/N` shows; the seconds from
     `t0` (perf_counter, taken just before the command starts) to the first request and page."""
 
@@ -86,16 +106,7 @@ class FirstPage:
         self.t0 = t0
         self.first_request_seconds: float | None = None
         self.first_page_seconds: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> "FirstPage":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__()
 
     def _run(self) -> None:
         while not self._stop.is_set() and self.first_page_seconds is None:
@@ -126,7 +137,7 @@ def smaps_rollup_kib(pid: int) -> dict[str, int]:
     return out
 
 
-class TreeMemory:
+class TreeMemory(_Poller):
     """The summed RSS and PSS of this process's descendants (but `exclude`), sampled together in
     a thread; their highest values. Descendants, not one root's tree: the measured command runs
     in a session of its own and what it orphans is re-parented here (`run_measured` makes this
@@ -136,16 +147,7 @@ class TreeMemory:
         self.exclude = {os.getpid(), *exclude}
         self.peak_rss_mib: float | None = None
         self.peak_pss_mib: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> "TreeMemory":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__()
 
     def _run(self) -> None:
         while not self._stop.is_set():
