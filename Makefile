@@ -50,6 +50,7 @@ COMPAT_TESTS := scrapeflow_dagster_tests/storage/test_cli_contract.py \
 	scrapeflow_dagster_tests/storage/test_lean_writes.py \
 	scrapeflow_dagster_tests/storage/test_planned_behind.py \
 	scrapeflow_dagster_tests/storage/test_partition_keys.py \
+	scrapeflow_dagster_tests/storage/test_record_constructors.py \
 	scrapeflow_dagster_tests/cli/test_step_server.py \
 	scrapeflow_dagster_tests/scaleout/test_one_process_runs.py
 

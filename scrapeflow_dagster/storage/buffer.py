@@ -48,6 +48,7 @@ from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
 from scrapeflow_dagster.storage.partition_keys import Fingerprint, PartitionKeys, fingerprint
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 from scrapeflow_dagster.storage.planned_behind import BEHIND_CHUNK_ROWS, PlannedBehind
+from scrapeflow_dagster.storage.record_constructors import compile_run_records
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
 DEFAULT_MAX_BUFFER_SECONDS = 5.0
@@ -78,6 +79,9 @@ logger = logging.getLogger(__name__)
 # migration scripts once. (Here, not in the package: `python -m ...version_guard` runs that
 # module as `__main__` after the package is imported.)
 keep_dagster_migrations()
+# A process that may create runs (the CLI, the daemon, the webserver) keeps no run's planned
+# events alive through a record constructor compiled in their frame (record_constructors).
+compile_run_records()
 
 
 def is_buffered(event: EventLogEntry) -> bool:

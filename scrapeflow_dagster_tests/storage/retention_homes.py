@@ -102,24 +102,31 @@ class ChainHome:
         with instance_of(home) as instance:
             add_task_partitions(instance, self.keys)
 
-    def run(
-        self, *, forced: bool, cwd: Path, one_at_a_time: bool = False
-    ) -> subprocess.CompletedProcess[str]:
-        """One chain run over every task (a forced refresh when `forced`; one task at a time
-        and a fixed hash seed when `one_at_a_time`), from `cwd`."""
+    def run_command(self, *, forced: bool, one_at_a_time: bool = False) -> list[str]:
+        """The `dagster asset materialize` of one chain run over every task (a forced refresh
+        when `forced`; one task at a time when `one_at_a_time`)."""
         config = dict(FORCED if forced else FAST)
         if one_at_a_time:
             config["resources"] = ONE_AT_A_TIME
-        command = materialize_range_command(
+        return materialize_range_command(
             ",".join(ASSETS), self.keys[0], self.keys[-1], config_json=json.dumps(config)
         )
+
+    def env(self, *, one_at_a_time: bool = False) -> dict[str, str]:
+        """The environment of a CLI process on this home (a fixed hash seed when
+        `one_at_a_time`: a run's planned rows come in the order of a set of partition keys)."""
         env = process_env(self.home, self.layout.root)
         if one_at_a_time:
-            # A run's planned rows come in the order of a set of partition keys.
             env["PYTHONHASHSEED"] = "0"
+        return env
+
+    def run(
+        self, *, forced: bool, cwd: Path, one_at_a_time: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """One chain run over every task (`run_command`), from `cwd`."""
         done = subprocess.run(
-            command,
-            env=env,
+            self.run_command(forced=forced, one_at_a_time=one_at_a_time),
+            env=self.env(one_at_a_time=one_at_a_time),
             cwd=cwd,
             capture_output=True,
             text=True,
