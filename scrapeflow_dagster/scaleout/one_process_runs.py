@@ -30,6 +30,7 @@ from scrapeflow_dagster.defs.partitions import (
 )
 from scrapeflow_dagster.scaleout.shards import SHARD_TAG
 from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, configured_shards, shards_for
+from scrapeflow_dagster.storage.freed_memory import give_back_freed_memory
 from scrapeflow_dagster.storage.version_guard import supports_dagster_version
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ class SequentialRunsInProcess(dg.Executor):
     ) -> Iterator[Any]:
         """Run the plan in this process when it is a line of steps, else on the multiprocess
         executor."""
+        # Creating a run of many partitions freed most of what it allocated (keys read, planned
+        # rows built): the pages go back before the steps start, not at this process's end.
+        give_back_freed_memory()
         if runs_one_step_at_a_time(plan_context, execution_plan):
             self.before_in_process()
             yield from self.in_process.execute(plan_context, execution_plan)

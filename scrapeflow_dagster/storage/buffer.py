@@ -45,7 +45,12 @@ from scrapeflow_dagster.storage.batch_write import (
 )
 from scrapeflow_dagster.storage.event_template import EventTemplates
 from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
-from scrapeflow_dagster.storage.partition_keys import Fingerprint, PartitionKeys, fingerprint
+from scrapeflow_dagster.storage.partition_keys import (
+    Fingerprint,
+    PartitionKeys,
+    fingerprint,
+    read_keys,
+)
 from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
 from scrapeflow_dagster.storage.planned_behind import BEHIND_CHUNK_ROWS, PlannedBehind
 from scrapeflow_dagster.storage.record_constructors import compile_run_records
@@ -302,9 +307,11 @@ class BufferedEventLog:
             with self.index_connection() as conn:
                 return fingerprint(conn, partitions_def_name)
 
-        return self._partition_keys.get(
-            partitions_def_name, current, lambda: stock(partitions_def_name)
-        )
+        def load() -> list[str]:
+            with self.index_connection() as conn:
+                return read_keys(conn, partitions_def_name)
+
+        return self._partition_keys.get(partitions_def_name, current, load)
 
     def add_dynamic_partitions(
         self, partitions_def_name: str, partition_keys: Sequence[str]

@@ -35,6 +35,7 @@ from dagster._core.events.log import EventLogEntry
 from sqlalchemy.engine import Connection
 
 from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE, PLANNED_TYPE
+from scrapeflow_dagster.storage.freed_memory import give_back_freed_memory
 from scrapeflow_dagster.storage.planned import Row
 
 logger = logging.getLogger(__name__)
@@ -131,6 +132,8 @@ def _write_all(run_id: str, chunks: Iterator[Chunk], write: WriteChunk) -> None:
         )
     else:
         logger.debug("run %s: %d planned rows written behind its start", run_id, written)
+    finally:
+        give_back_freed_memory()  # the chunks' rows, built and dropped one after another
 
 
 def _write_waiting_for_lock(
