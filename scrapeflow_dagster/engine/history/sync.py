@@ -6,7 +6,8 @@ moment therefore loses or doubles no row; a file DuckDB cannot read is set aside
 """
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -27,6 +28,14 @@ JOINED_PREFIX = ".joined-"
 # Spool files per DuckDB transaction: large enough to amortise the commit, small enough that a
 # sync holding the lock lets a waiting process in within seconds.
 FILES_PER_TRANSACTION = 64
+
+# DuckDB's memory cap while it ingests (the connection's own cap comes back after). DuckDB fills
+# its cap with cached table data as one sync goes on, so a process that syncs a whole run's
+# spool grew with the spool: at 300,000 tasks' rows 297-344 MiB under the writer's 256 MB cap,
+# 163 MiB under this one, flat in the spool's size and in the table's (0 to 1M tasks), the same
+# rows and no slower (measured 2026-11-28). A batch this cap cannot hold (rows of unusual
+# size) is ingested again under the connection's own cap.
+INGEST_MEMORY_LIMIT = "64MB"
 
 # What DuckDB raises for malformed JSON, a value of the wrong type, or a row missing a required
 # field; anything else (I/O, out of memory) is the environment and is raised.
@@ -96,7 +105,8 @@ def sync_spool_into(conn: duckdb.DuckDBPyConnection, spool_dir: Path) -> SyncRes
     """
     conn.execute(sql.SCHEMA_SQL)
     remove_joined_leftovers(spool_dir)
-    rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir))
+    with _ingest_memory(conn) as ingest_batch:
+        rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir), ingest_batch)
     return SyncResult(
         ingested_rows=rows,
         pending_files=len(spool_files(spool_dir)),
@@ -228,8 +238,37 @@ def _drop_already_ingested(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path
     return [p for p in paths if p.name not in done]
 
 
+IngestBatch = Callable[[duckdb.DuckDBPyConnection, Sequence[Path]], int]
+
+
+@contextmanager
+def _ingest_memory(conn: duckdb.DuckDBPyConnection) -> Iterator[IngestBatch]:
+    """`INGEST_MEMORY_LIMIT` on `conn` while the block runs, and what ingests a batch under
+    it: a batch DuckDB runs out of memory for is ingested again under the connection's own
+    cap. The connection's cap is back when the block ends (as DuckDB shows it: to a tenth of
+    a MiB)."""
+    setting = conn.execute("SELECT current_setting('memory_limit')").fetchone()
+    own = str(setting[0]) if setting else "256MB"
+    conn.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
+
+    def ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int:
+        try:
+            return _ingest_batch(conn, paths)
+        except duckdb.OutOfMemoryException:  # rolled back: nothing of it was stored
+            conn.execute(f"SET memory_limit = '{own}'")
+            try:
+                return _ingest_batch(conn, paths)
+            finally:
+                conn.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
+
+    try:
+        yield ingest_batch
+    finally:
+        conn.execute(f"SET memory_limit = '{own}'")
+
+
 def _ingest_spool_files(
-    conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]
+    conn: duckdb.DuckDBPyConnection, paths: Sequence[Path], ingest_batch: IngestBatch
 ) -> tuple[int, int, list[Path]]:
     rows = files = 0
     bad: list[Path] = []
@@ -238,7 +277,7 @@ def _ingest_spool_files(
         if not batch:
             continue
         try:
-            rows += _ingest_batch(conn, batch)
+            rows += ingest_batch(conn, batch)
             files += len(batch)
             continue
         except _SpoolReadError:
@@ -246,7 +285,7 @@ def _ingest_spool_files(
         # One unreadable file must not hold back the others: retry the batch file by file.
         for path in batch:
             try:
-                rows += _ingest_batch(conn, [path])
+                rows += ingest_batch(conn, [path])
                 files += 1
             except _SpoolReadError as exc:
                 moved = quarantine(path, exc)

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from scrapeflow_dagster.engine.history import (
@@ -16,6 +17,7 @@ from scrapeflow_dagster.engine.history import (
     connect_readonly,
     sync_spool,
 )
+from scrapeflow_dagster.engine.history import sync as sync_module
 from scrapeflow_dagster_tests.engine.history.helpers import (
     REPO_ROOT,
     query,
@@ -226,3 +228,59 @@ def test_a_sync_removes_joined_files_left_by_a_killed_one_and_reads_indented_lin
     assert (result.ingested_rows, result.ingested_files, result.bad_files) == (2, 2, ())
     assert query(db_path, "SELECT key FROM step_runs ORDER BY seq") == [("a",), ("b",)]
     assert spool_entries(ledger.spool_dir) == []
+
+
+def test_a_batch_too_large_for_the_ingest_cap_is_ingested_under_the_connections_own(
+    db_path: Path,
+) -> None:
+    # 40 rows of ~2.6 MB each, 5 per file: DuckDB runs out of memory under INGEST_MEMORY_LIMIT
+    # (checked below), and has room under the writer's own cap.
+    big = "a failure message that goes on " * 85_000
+    ledger = Ledger(db_path, batch_rows=5)
+    for i in range(40):
+        ledger.record_step(step(f"k{i}", i, message=big))
+    ledger.close(sync=False)
+
+    refused = []
+    original = sync_module._ingest_batch
+
+    def watched(conn: Any, paths: Any) -> int:
+        try:
+            return original(conn, paths)
+        except duckdb.OutOfMemoryException:
+            refused.append(conn.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+            raise
+
+    sync_module._ingest_batch = watched
+    try:
+        result = sync_spool(db_path)
+    finally:
+        sync_module._ingest_batch = original
+    assert refused, "the batch fit under the ingest cap: make the rows larger"
+    assert result.ingested_rows == 40 and result.pending_files == 0 and not result.bad_files
+    assert query(db_path, "SELECT count(*), min(length(message)) FROM step_runs") == [
+        (40, len(big))
+    ]
+
+
+def test_a_sync_leaves_the_connections_memory_cap_as_it_found_it(db_path: Path) -> None:
+    from scrapeflow_dagster.engine.history.connection import connect_read_write
+
+    with Ledger(db_path) as ledger:
+        ledger.record_step(step("first", 0))
+    conn = connect_read_write(db_path, 5.0)
+    assert conn is not None
+    try:
+        before = conn.execute("SELECT current_setting('memory_limit')").fetchone()
+        with Ledger(db_path, batch_rows=10) as ledger:
+            for i in range(25):
+                ledger.record_step(step(f"k{i}", i))
+            ledger.flush()
+            sync_module.sync_spool_into(conn, ledger.spool_dir)
+        after = conn.execute("SELECT current_setting('memory_limit')").fetchone()
+        # DuckDB shows the cap to a tenth of a MiB: set back from that, it may differ by as much.
+        assert before is not None and after is not None and before[0].endswith(" MiB")
+        assert abs(float(after[0].split()[0]) - float(before[0].split()[0])) <= 0.1
+        assert conn.execute("SELECT count(*) FROM step_runs").fetchone() == (26,)
+    finally:
+        conn.close()
