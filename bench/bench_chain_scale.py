@@ -147,24 +147,40 @@ class TreeMemory(_Poller):
         self.exclude = {os.getpid(), *exclude}
         self.peak_rss_mib: float | None = None
         self.peak_pss_mib: float | None = None
+        # When the PSS peak came (seconds from the start) and each process's share of it.
+        self.peak_pss_seconds: float | None = None
+        self.peak_pss_parts: list[dict[str, Any]] = []
+        self._started = time.perf_counter()
         super().__init__()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             rss = pss = 0
-            seen = False
+            parts = []
             for pid in descendants(os.getpid()):
                 if pid in self.exclude:
                     continue
                 rollup = smaps_rollup_kib(pid)
                 if "Pss" in rollup:
-                    seen = True
                     rss += rollup.get("Rss", 0)
                     pss += rollup["Pss"]
-            if seen:
+                    parts.append({"pid": pid, "pss_mib": rollup["Pss"] / 1024, "cmd": _cmd(pid)})
+            if parts:
                 self.peak_rss_mib = max(self.peak_rss_mib or 0.0, rss / 1024)
-                self.peak_pss_mib = max(self.peak_pss_mib or 0.0, pss / 1024)
+                if pss / 1024 > (self.peak_pss_mib or 0.0):
+                    self.peak_pss_mib = pss / 1024
+                    self.peak_pss_seconds = time.perf_counter() - self._started
+                    self.peak_pss_parts = sorted(parts, key=lambda p: -p["pss_mib"])
             self._stop.wait(MEMORY_SAMPLE_SECONDS)
+
+
+def _cmd(pid: int) -> str:
+    """The first 80 characters of `pid`'s command line ('' once it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")[:80]
 
 
 def tree_figures(m: Measured, memory: TreeMemory) -> dict[str, Any]:
@@ -180,6 +196,8 @@ def tree_figures(m: Measured, memory: TreeMemory) -> dict[str, Any]:
         "tree_sum_peak_rss_mib": sum(p.peak_rss_mib for p in m.processes) or None,
         "tree_concurrent_rss_mib": memory.peak_rss_mib,
         "tree_concurrent_pss_mib": memory.peak_pss_mib,
+        "tree_pss_peak_seconds": memory.peak_pss_seconds,
+        "tree_pss_peak_parts": memory.peak_pss_parts,
         "wait4_peak_rss_mib": m.tree_peak_rss_mib,
         "other_busy_cores": m.other_busy_cores,
         "roles": m.roles,
