@@ -1,21 +1,26 @@
-"""`scrapeflow export pages|steps|tasks|current_state|frontier --format parquet|csv|jsonl
---output FILE`: a result copied out by DuckDB's own `COPY (SELECT ...) TO`, on a read-only
-connection."""
+"""`scrapeflow export pages|steps|tasks|current_state|frontier|outputs --format
+parquet|csv|jsonl --output FILE [--executor NAME]`: a result copied out by DuckDB's own `COPY
+(SELECT ...) TO`, on a read-only connection."""
 
 import argparse
 from pathlib import Path
 
+import duckdb
+
 from scrapeflow_dagster.cli import common
 from scrapeflow_dagster.engine.history import RESULTS, connect_readonly, sync_spool
+from scrapeflow_dagster.engine.history.frames import executor_outputs_sql
 
 # Our format names -> DuckDB's (its JSON is one object per line) and the usual file suffixes.
 FORMATS = {"parquet": "PARQUET", "csv": "CSV", "jsonl": "JSON"}
 _SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-SUMMARY = "write pages, steps, tasks, current_state or frontier to a parquet, csv or jsonl file"
+SUMMARY = "write a result (pages, steps, outputs, ...) to a parquet, csv or jsonl file"
 DESCRIPTION = (
     "steps: every step run; current_state: the latest run of each task and executor; "
     "pages: one row per parsed page; tasks: the params of every task (credentials masked); "
-    "frontier: every link discovery judged (parent, child, depth, outcome)."
+    "frontier: every link discovery judged (parent, child, depth, outcome); outputs: each "
+    "task's latest successful output per executor, as JSON, or with --executor NAME that "
+    "executor's outputs with a typed column per field."
 )
 # A best-effort sync first (as `db summary` does), so the export has what runs spooled; it
 # waits little, and the read the rest of the usual wait.
@@ -32,6 +37,9 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     suffixes = "default: from the output file's suffix (.parquet, .csv, .jsonl)"
     export.add_argument("--format", choices=sorted(FORMATS), help=suffixes)
     export.add_argument("--output", "-o", required=True, metavar="FILE")
+    export.add_argument(
+        "--executor", metavar="NAME", help="outputs only: this executor's, a column per field"
+    )
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -47,19 +55,33 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise common.UsageError(f"no DuckDB file at {layout.db_path}: add tasks first")
     if not output.parent.is_dir():
         raise common.UsageError(f"no folder {output.parent} for {output.name}")
+    if args.executor is not None and args.result != "outputs":
+        raise common.UsageError(f"--executor {args.executor} goes with `export outputs` only")
     synced = sync_spool(
         layout.db_path, layout.spool_dir, lock_timeout_seconds=_SYNC_LOCK_TIMEOUT_SECONDS
     )
     conn = connect_readonly(layout.db_path, lock_timeout_seconds=_READ_LOCK_TIMEOUT_SECONDS)
     try:
+        query = RESULTS[args.result]
+        if args.executor is not None:
+            if not _has_outputs_of(conn, args.executor):
+                raise common.UsageError(f"no outputs of executor {args.executor!r} in DuckDB")
+            query = executor_outputs_sql(conn, args.executor)
         row = conn.execute(
-            f"COPY ({RESULTS[args.result]}) TO ? (FORMAT {FORMATS[file_format]})", [str(output)]
+            f"COPY ({query}) TO ? (FORMAT {FORMATS[file_format]})", [str(output)]
         ).fetchone()
     finally:
         conn.close()
     rows = int(row[0]) if row else 0
+    what = f"{args.result} of {args.executor}" if args.executor else args.result
     note = f" ({synced.pending_files} spool files not synced: DuckDB busy)" if synced.locked else ""
-    print(
-        f"exported {common.plural(rows, 'row')} of {args.result} to {output} ({file_format}){note}"
-    )
+    print(f"exported {common.plural(rows, 'row')} of {what} to {output} ({file_format}){note}")
     return 0
+
+
+def _has_outputs_of(conn: duckdb.DuckDBPyConnection, executor: str) -> bool:
+    # A misspelt name would otherwise export an empty file without a word.
+    return (
+        conn.execute("SELECT 1 FROM outputs WHERE executor = ? LIMIT 1", [executor]).fetchone()
+        is not None
+    )

@@ -108,6 +108,48 @@ def _redact_value(name: object, value: Any) -> Any:
     return value
 
 
+# Header names whose values are credentials, in an executor's output (`scrape` keeps the
+# response's headers). Only header names: a user's output field called `session_title` or
+# `token_count` is data, and stays as written.
+_CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+        "x-csrf-token",
+        "x-xsrf-token",
+    }
+)
+# A whole string that is a URL (scheme, then no blank): where a credential can be in an output.
+_WHOLE_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S*")
+
+
+def redact_output(value: Any) -> Any:
+    """A copy of an executor's output fit to record in DuckDB.
+
+    Credentials are removed only where they are credentials: the values of credential header
+    names (`Set-Cookie`, `Authorization`, ...) at any depth, and a URL's userinfo and secret
+    query values in a string that is a whole URL (`redact`). Every other value, prose that
+    mentions `token=` included, is recorded as the executor returned it.
+    """
+    if isinstance(value, str):
+        return redact(value) if _WHOLE_URL.fullmatch(value) else value
+    if isinstance(value, Mapping):
+        return {
+            key: MASK
+            if isinstance(key, str) and key.lower() in _CREDENTIAL_HEADERS and item
+            else redact_output(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_output(item) for item in value]
+    return value
+
+
 def proxy_host(proxy_url: str | None) -> str | None:
     """`host:port` of a proxy URL, without scheme or credentials (what we may record)."""
     if not proxy_url:

@@ -76,3 +76,54 @@ def test_export_without_duckdb_or_format_is_bad_usage(run_command: Run, tmp_path
 
     assert no_db.returncode == 2 and "no DuckDB file at" in no_db.stderr
     assert no_format.returncode == 2 and "--format" in no_format.stderr
+
+
+def test_export_outputs_of_one_executor_as_parquet_with_a_column_per_field(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout
+) -> None:
+    rows = [(f"o-{n}", site_thread.url(f"/page/{n}")) for n in range(3)]
+    run_in_process(layout, rows)
+    every, pages = tmp_path / "outputs.jsonl", tmp_path / "pages-outputs.parquet"
+
+    all_done = run_command("scrapeflow", "export", "outputs", "-o", str(every))
+    one_done = run_command(
+        "scrapeflow", "export", "outputs", "--executor", "pages", "-o", str(pages)
+    )
+    misspelt = run_command(
+        "scrapeflow", "export", "outputs", "--executor", "page", "-o", str(tmp_path / "x.csv")
+    )
+    not_outputs = run_command(
+        "scrapeflow", "export", "pages", "--executor", "pages", "-o", str(tmp_path / "y.csv")
+    )
+
+    assert (all_done.returncode, one_done.returncode) == (0, 0), all_done.stderr + one_done.stderr
+    assert all_done.stdout.strip() == f"exported 9 rows of outputs to {every} (jsonl)"
+    assert one_done.stdout.strip() == f"exported 3 rows of outputs of pages to {pages} (parquet)"
+    conn = duckdb.connect()
+    try:
+        executors = conn.execute(
+            "SELECT executor, count(*) FROM read_json(?) GROUP BY executor ORDER BY executor",
+            [str(every)],
+        ).fetchall()
+        parsed = conn.execute(
+            "SELECT key, url, title, link_count FROM read_parquet(?) ORDER BY key", [str(pages)]
+        ).fetchall()
+        described = conn.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(pages)])
+        types = {name: kind for name, kind, *_ in described.fetchall()}
+    finally:
+        conn.close()
+    assert executors == [("pages", 3), ("scrape", 3), ("validation", 3)]
+    frame = read_pages(layout.db_path)
+    assert parsed == [
+        (
+            f"o-{n}",
+            site_thread.url(f"/page/{n}"),
+            f"Page {n}",
+            int(frame.loc[f"o-{n}", "link_count"]),
+        )
+        for n in range(3)
+    ]
+    assert types["title"] == "VARCHAR" and types["links"] == "VARCHAR[]"
+    assert "UBIGINT" in types["link_count"] or "INT" in types["link_count"]
+    assert misspelt.returncode == 2 and "no outputs of executor 'page'" in misspelt.stderr
+    assert not_outputs.returncode == 2 and "goes with `export outputs` only" in not_outputs.stderr

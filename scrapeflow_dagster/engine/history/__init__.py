@@ -7,7 +7,7 @@ lock (idempotently per file, so a crash loses or doubles no row). The status fil
 truth: `rebuild_from_status_dir` makes DuckDB agree with them.
 
 Modules:
-    rows: `TaskRow`, `StepRow`, `PageRow`, `FrontierRow` and their spool lines (secrets
+    rows: `TaskRow`, `StepRow`, `OutputRow`, `PageRow`, `FrontierRow` and their spool lines (secrets
         redacted).
     spool: spool file location, names, listing, and setting aside unusable files.
     ledger: `Ledger`, the buffered writer runs use.
@@ -20,7 +20,8 @@ Modules:
     status_folder, status_labels: the status folder's listing and labels for those counts.
     schema: the SQL (tables, the `current_state` view, ingest statements).
     queries: the queries users run, and `summary_text`.
-    frames: results as pandas frames (`read_pages`, `read_steps`, `read_current_state`).
+    frames: results as pandas frames (`read_pages`, `read_steps`, `read_current_state`,
+        `read_outputs`).
 
 Imports allowed: `scrapeflow_dagster.engine.errors`, `scrapeflow_dagster.engine.redact`,
 `scrapeflow_dagster.engine.canonical` (a task's canonical URL, kept beside it),
@@ -36,6 +37,7 @@ from scrapeflow_dagster.engine.history.connection import (
 from scrapeflow_dagster.engine.history.frames import (
     RESULTS,
     read_current_state,
+    read_outputs,
     read_pages,
     read_result,
     read_steps,
@@ -52,6 +54,7 @@ from scrapeflow_dagster.engine.history.rows import (
     FRONTIER_OUTCOMES,
     STEP_STATUSES,
     FrontierRow,
+    OutputRow,
     PageRow,
     StepRow,
     TaskRow,
@@ -67,6 +70,7 @@ __all__ = [
     "RESULTS",
     "STEP_STATUSES",
     "FrontierRow",
+    "OutputRow",
     "Ledger",
     "LedgerLockedError",
     "RebuildResult",
@@ -82,6 +86,7 @@ __all__ = [
     "new_spool_name",
     "parse_status_file",
     "read_current_state",
+    "read_outputs",
     "read_pages",
     "read_result",
     "read_steps",

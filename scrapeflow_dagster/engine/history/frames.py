@@ -1,9 +1,11 @@
-"""The ledger's results as pandas frames (`read_pages`, `read_steps`, `read_current_state`),
-next to scrapeflow's `read_status`, and the SELECT behind each, which `scrapeflow export` copies
-to a file."""
+"""The ledger's results as pandas frames (`read_pages`, `read_steps`, `read_current_state`,
+`read_outputs`), next to scrapeflow's `read_status`, and the SELECT behind each, which
+`scrapeflow export` copies to a file."""
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import duckdb
 
 from scrapeflow_dagster.engine.history.connection import connect_readonly
 
@@ -18,7 +20,52 @@ RESULTS: dict[str, str] = {
     "tasks": "SELECT * FROM tasks ORDER BY key",
     "current_state": "SELECT * EXCLUDE (seq) FROM current_state ORDER BY key, executor",
     "frontier": "SELECT * FROM frontier ORDER BY crawl, depth, parent, url",
+    "outputs": "SELECT * FROM outputs ORDER BY key, executor",
 }
+
+# The columns an executor's outputs have beside their own fields (`executor_outputs_sql`).
+OUTPUT_COLUMNS = ("key", "url", "ended_at", "run_id", "output_bytes")
+
+
+def executor_outputs_sql(conn: duckdb.DuckDBPyConnection, executor: str) -> str:
+    """The SELECT of one executor's outputs with each output field as a typed column.
+
+    The types are the ones DuckDB finds over the executor's stored outputs
+    (`json_group_structure`: a field that is a number in one row and text in another is
+    JSON). A field named like one of `OUTPUT_COLUMNS` comes out as `output.<name>`. An
+    executor whose outputs are not objects keeps them in one `output` JSON column.
+    """
+    literal = _sql_text(executor)
+    row = conn.execute(
+        f"SELECT json_group_structure(output) FROM outputs WHERE executor = {literal}"
+    ).fetchone()
+    structure = row[0] if row else None
+    columns = ", ".join(OUTPUT_COLUMNS)
+    order = f"FROM outputs WHERE executor = {literal} ORDER BY key"
+    if not isinstance(structure, str) or not structure.startswith("{"):
+        return f"SELECT {columns}, output {order}"
+    fields = conn.execute(f"SELECT json_keys({_sql_text(structure)})").fetchone()
+    names = list(fields[0]) if fields else []
+    if not names:
+        return f"SELECT {columns} {order}"
+    picked = ", ".join(
+        f"typed[{_sql_text(name)}] AS {_identifier(_field_column(name))}" for name in names
+    )
+    typed = f"json_transform(output, {_sql_text(structure)}) AS typed"
+    rows = f"SELECT *, {typed} FROM outputs WHERE executor = {literal}"
+    return f"SELECT {columns}, {picked} FROM ({rows}) ORDER BY key"
+
+
+def _field_column(name: str) -> str:
+    return f"output.{name}" if name in OUTPUT_COLUMNS else name
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def read_result(db_path: Path, name: str) -> "pd.DataFrame":
@@ -64,3 +111,21 @@ def read_current_state(db_path: Path) -> "pd.DataFrame":
         FileNotFoundError, LedgerLockedError: as `read_result`.
     """
     return read_result(db_path, "current_state")
+
+
+def read_outputs(db_path: Path, executor: str | None = None) -> "pd.DataFrame":
+    """The stored outputs: every executor's as JSON, or one `executor`'s with a typed column
+    per output field (`executor_outputs_sql`).
+
+    Raises:
+        FileNotFoundError, LedgerLockedError: as `read_result`.
+    """
+    if executor is None:
+        return read_result(db_path, "outputs")
+    if not Path(db_path).is_file():
+        raise FileNotFoundError(f"no DuckDB file at {db_path} (add tasks or run `db sync`)")
+    conn = connect_readonly(Path(db_path))
+    try:
+        return conn.execute(executor_outputs_sql(conn, executor)).df()
+    finally:
+        conn.close()

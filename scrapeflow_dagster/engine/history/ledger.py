@@ -25,10 +25,12 @@ import duckdb
 from scrapeflow_dagster.engine.history.open_markers import LedgerMarker
 from scrapeflow_dagster.engine.history.rows import (
     FrontierRow,
+    OutputRow,
     PageRow,
     StepRow,
     TaskRow,
     frontier_line,
+    output_line,
     page_line,
     step_line,
     task_line,
@@ -114,6 +116,15 @@ class Ledger:
             OSError: when a due spool file cannot be written (the rows stay buffered).
         """
         self._append(step_line, row, step=True)
+
+    def record_output(self, row: OutputRow) -> None:
+        """Buffer a successful step's output for the `outputs` table (record its step row
+        first); writes a spool file at `batch_rows`.
+
+        Raises:
+            OSError: when a due spool file cannot be written (the rows stay buffered).
+        """
+        self._append(output_line, row)
 
     def record_page(self, row: PageRow) -> None:
         """Buffer a parsed page for the `pages` table; writes a spool file at `batch_rows`.

@@ -20,10 +20,12 @@ from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import schema as sql
 from scrapeflow_dagster.engine.history.connection import LedgerLockedError, connect_read_write
 from scrapeflow_dagster.engine.history.rows import (
+    OutputRow,
     PageRow,
     StepRow,
     TaskRow,
     domain_of,
+    output_line,
     page_line,
     step_line,
     task_line,
@@ -134,13 +136,20 @@ def set_aside_broken(db_path: Path) -> Path:
 def parse_status_file(path: Path, *, run_id: str = "rebuild") -> tuple[TaskRow, list[StepRow]]:
     """Read one scrapeflow `<key>.status.json` as the task row and one step row per executor
     (see `parse_status_file_rows`, which also returns its parsed pages)."""
-    task, steps, _ = parse_status_file_rows(path, run_id=run_id)
-    return task, steps
+    rows = parse_status_file_rows(path, run_id=run_id)
+    return rows.task, rows.steps
 
 
-def parse_status_file_rows(
-    path: Path, *, run_id: str = "rebuild"
-) -> tuple[TaskRow, list[StepRow], list[PageRow]]:
+class StatusFileRows(NamedTuple):
+    """The rows one status file stands for."""
+
+    task: TaskRow
+    steps: list[StepRow]
+    pages: list[PageRow]
+    outputs: list[OutputRow]
+
+
+def parse_status_file_rows(path: Path, *, run_id: str = "rebuild") -> StatusFileRows:
     """Read one scrapeflow `<key>.status.json` as the task row and one step row per executor.
 
     The executors are those `state.schema.executor_names` finds (a SUCCESS or ERROR outcome).
@@ -150,8 +159,8 @@ def parse_status_file_rows(
         run_id: Recorded on the step rows.
 
     Returns:
-        The task row (added at the earliest recorded time), the step rows in file order, and
-        a page row for each successful step whose output is a parsed page.
+        The task row (added at the earliest recorded time), the step rows in file order, an
+        output row per successful step, and a page row for each whose output is a parsed page.
 
     Raises:
         StatusFileError: when the file is truncated, not JSON, not a scrapeflow status file, or
@@ -177,18 +186,25 @@ def parse_status_file_rows(
     times = [t for s in steps for t in (s.started_at, s.ended_at) if t is not None]
     # Status files do not record when a task was added; its earliest run is the best bound.
     added_at = min(times) if times else _mtime_utc(path)
-    pages = [
-        page
+    succeeded = [
+        (step, status_schema.output_of(status, step.executor))
         for step in steps
         if step.status == "SUCCESS"
-        and (
-            page := PageRow.from_output(
-                key, status_schema.output_of(status, step.executor), parsed_at=step.ended_at
-            )
-        )
-        is not None
     ]
-    return TaskRow.from_params(key, params, added_at=added_at), steps, pages
+    pages = [
+        page
+        for step, output in succeeded
+        if (page := PageRow.from_output(key, output, parsed_at=step.ended_at)) is not None
+    ]
+    try:
+        outputs = [
+            OutputRow.of(key, step.executor, output, url=params["url"], ended_at=step.ended_at)
+            for step, output in succeeded
+        ]
+    except TypeError as exc:  # a hand-edited file can hold nothing JSON cannot: said anyway
+        raise StatusFileError(f"{path}: an output is not JSON: {exc}") from exc
+    task = TaskRow.from_params(key, params, added_at=added_at)
+    return StatusFileRows(task, steps, pages, outputs)
 
 
 def _step_row(
@@ -241,22 +257,25 @@ def write_status_rows(
     seq = itertools.count()
     for path in paths:
         try:
-            task, steps, pages = parse_status_file_rows(path, run_id=run_id)
+            rows = parse_status_file_rows(path, run_id=run_id)
         except (StatusFileError, OSError) as exc:
             problems.append(StatusFileProblem(path, str(exc)))
             continue
         files_read += 1
-        out.write(task_line(task, next(seq), run_id))
-        for step in steps:
+        out.write(task_line(rows.task, next(seq), run_id))
+        for step in rows.steps:
             out.write(step_line(step, next(seq), run_id))
-        for page in pages:
+        for output in rows.outputs:
+            out.write(output_line(output, next(seq), run_id))
+        for page in rows.pages:
             out.write(page_line(page, next(seq), run_id))
     return files_read, problems
 
 
 def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple[int, int]:
     """Make DuckDB agree with the rows `write_status_rows` wrote (call it in a transaction):
-    tasks upserted, a step run appended where `current_state` disagrees, pages upserted.
+    tasks upserted, a step run appended where `current_state` disagrees, outputs and pages
+    upserted, and the outputs of steps the files show failed since removed.
 
     Returns:
         Tasks upserted, step runs appended.
@@ -264,6 +283,8 @@ def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple
     load_spool(conn, [rows_path])
     tasks = count(conn.execute(sql.UPSERT_TASKS_SQL))
     steps = count(conn.execute(sql.INSERT_DISAGREEING_STEPS_SQL))
+    conn.execute(sql.UPSERT_OUTPUTS_SQL)
+    conn.execute(sql.DELETE_FAILED_OUTPUTS_SQL)
     conn.execute(sql.UPSERT_PAGES_SQL)
     return tasks, steps
 

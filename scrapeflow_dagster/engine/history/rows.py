@@ -1,4 +1,5 @@
-"""The rows the ledger records (`TaskRow`, `StepRow`, `PageRow`) and their spool lines (JSONL).
+"""The rows the ledger records (`TaskRow`, `StepRow`, `OutputRow`, `PageRow`, `FrontierRow`)
+and their spool lines (JSONL).
 
 A spool line is what DuckDB reads back with `schema.SPOOL_COLUMNS`; it is also the last point
 before DuckDB, so credentials in messages and proxy fields are removed here, for every row.
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from scrapeflow_dagster.engine.canonical import canonical_url
-from scrapeflow_dagster.engine.redact import proxy_host, redact, redact_params
+from scrapeflow_dagster.engine.redact import proxy_host, redact, redact_output, redact_params
 from scrapeflow_dagster.engine.state.schema import parse_stamp, utc_now
 
 STEP_STATUSES = frozenset({"SUCCESS", "ERROR", "SKIPPED"})
@@ -82,6 +83,48 @@ class StepRow:
             )
         if self.status not in STEP_STATUSES:
             raise ValueError(f"step status {self.status!r} is not one of {sorted(STEP_STATUSES)}")
+
+
+# An output larger than this (as JSON) is recorded by its size only; its status file keeps it.
+MAX_OUTPUT_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRow:
+    """A successful step's output, as `outputs` holds it (one row per task and executor: the
+    latest success wins, and a later failure removes it, as it does from the status file).
+
+    `output` is the output as JSON with credentials removed (`redact_output`), or None when
+    it was larger than the cap it was built with; `output_bytes` is that JSON's size.
+    """
+
+    key: str
+    executor: str
+    output: orjson.Fragment | None
+    output_bytes: int
+    url: str | None = None
+    ended_at: datetime = field(default_factory=utc_now)
+
+    @classmethod
+    def of(
+        cls,
+        key: str,
+        executor: str,
+        output: Any,
+        *,
+        url: str | None,
+        ended_at: datetime,
+        max_bytes: int = MAX_OUTPUT_BYTES,
+    ) -> Self:
+        """The row of `executor`'s output for task `key`.
+
+        Raises:
+            TypeError: when the output holds a value JSON cannot represent (the status file
+                could not have stored it either).
+        """
+        encoded = orjson.dumps(redact_output(output), option=orjson.OPT_NON_STR_KEYS)
+        kept = orjson.Fragment(encoded) if len(encoded) <= max_bytes else None
+        return cls(key, executor, kept, len(encoded), url, ended_at)
 
 
 # The output fields that make a step's output a parsed page (the `pages` executor's).
@@ -242,6 +285,22 @@ def step_line(row: StepRow, seq: int, run_id: str | None) -> bytes:
         "run_id": row.run_id if row.run_id is not None else run_id,
         "started_at": parse_stamp(row.started_at),
         "ended_at": parse_stamp(row.ended_at),
+    }
+    return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def output_line(row: OutputRow, seq: int, run_id: str | None) -> bytes:
+    """The spool line of a step's output (its task's URL redacted, as in `tasks`)."""
+    line = {
+        "kind": "o",
+        "seq": seq,
+        "key": row.key,
+        "executor": row.executor,
+        "url": redact(row.url) if row.url else row.url,
+        "output": row.output,
+        "output_bytes": row.output_bytes,
+        "ended_at": parse_stamp(row.ended_at),
+        "run_id": run_id,
     }
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
 

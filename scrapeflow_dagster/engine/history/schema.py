@@ -55,6 +55,20 @@ CREATE TABLE IF NOT EXISTS pages (
     run_id VARCHAR
 );
 
+-- Each task's latest successful output per executor (the user's executors' too), as JSON with
+-- credentials removed; a later failure removes it, as it does from the status file. An output
+-- over the cap is NULL here with its size in `output_bytes`, and kept in the status file.
+CREATE TABLE IF NOT EXISTS outputs (
+    key VARCHAR NOT NULL,
+    executor VARCHAR NOT NULL,
+    url VARCHAR,
+    output JSON,
+    output_bytes BIGINT,
+    ended_at TIMESTAMP,
+    run_id VARCHAR,
+    PRIMARY KEY (key, executor)
+);
+
 -- Every link discovery saw on a parsed page, and what it did with it (one row per parent and
 -- URL; `child` is the task key the link has or would have).
 CREATE TABLE IF NOT EXISTS frontier (
@@ -122,6 +136,9 @@ SPOOL_COLUMNS: dict[str, str] = {
     "content_type": "VARCHAR",
     "charset": "VARCHAR",
     "fetched_at": "TIMESTAMP",
+    # step outputs (`kind` = 'o'); `ended_at` is the step's end
+    "output": "JSON",
+    "output_bytes": "BIGINT",
     # frontier rows (`kind` = 'f'); `key` is the child, `ended_at` when it was discovered
     "crawl": "VARCHAR",
     "parent": "VARCHAR",
@@ -233,6 +250,39 @@ ON CONFLICT (key) DO UPDATE SET
     parsed_at = excluded.parsed_at,
     run_id = excluded.run_id
 WHERE excluded.parsed_at >= pages.parsed_at
+"""
+
+# The newest output of a task's step wins, in the batch and against the table.
+UPSERT_OUTPUTS_SQL = """
+INSERT INTO outputs (key, executor, url, output, output_bytes, ended_at, run_id)
+SELECT key, executor, url, output, output_bytes, ended_at, run_id
+FROM spool
+WHERE kind = 'o'
+QUALIFY row_number() OVER (
+    PARTITION BY key, executor ORDER BY ended_at DESC, filename DESC, seq DESC
+) = 1
+ON CONFLICT (key, executor) DO UPDATE SET
+    url = excluded.url,
+    output = excluded.output,
+    output_bytes = excluded.output_bytes,
+    ended_at = excluded.ended_at,
+    run_id = excluded.run_id
+WHERE excluded.ended_at >= outputs.ended_at
+"""
+
+# A step that failed after its output was recorded: the status file dropped the output, and
+# so does the table (run after the upsert, so a failure older than the output changes nothing).
+DELETE_FAILED_OUTPUTS_SQL = """
+DELETE FROM outputs
+USING (
+    SELECT key, executor, max(ended_at) AS failed_at
+    FROM spool
+    WHERE kind = 's' AND status = 'ERROR'
+    GROUP BY key, executor
+) AS failed
+WHERE outputs.key = failed.key
+  AND outputs.executor = failed.executor
+  AND failed.failed_at > outputs.ended_at
 """
 
 # Discovery run again over the same parent (a replay, or a crawl grown in place) records the

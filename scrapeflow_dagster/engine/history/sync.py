@@ -214,6 +214,8 @@ def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int
         rows = load_spool(conn, paths)
         conn.execute(sql.INSERT_STEPS_SQL)
         conn.execute(sql.UPSERT_TASKS_SQL)
+        conn.execute(sql.UPSERT_OUTPUTS_SQL)
+        conn.execute(sql.DELETE_FAILED_OUTPUTS_SQL)
         conn.execute(sql.UPSERT_PAGES_SQL)
         conn.execute(sql.INSERT_FRONTIER_SQL)
         conn.execute(sql.MARK_INGESTED_SQL, [[p.name for p in paths], utc_now()])

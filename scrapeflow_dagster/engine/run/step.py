@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 from yarl import URL
 
-from scrapeflow_dagster.engine.history import Ledger, PageRow, StepRow
+from scrapeflow_dagster.engine.history import Ledger, OutputRow, PageRow, StepRow
+from scrapeflow_dagster.engine.history.rows import MAX_OUTPUT_BYTES
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Executor, executor_name
 from scrapeflow_dagster.engine.run.execute import execute_async
@@ -192,6 +193,7 @@ async def run_chain(
     run_id: str | None = None,
     on_outcome: OutcomeCallback | None = None,
     grow: Grow | None = None,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
 ) -> dict[str, StepReport]:
     """Run `executors` in order for each of `keys`, a task at a time through the whole chain
     (scrapeflow's `execute_async(executors=[...])`), and record every outcome.
@@ -206,6 +208,8 @@ async def run_chain(
         on_outcome: called as each task's step ends (not for tasks whose upstream is
             missing), e.g. to report it at once rather than when the whole batch is done.
         grow: what adds tasks to the pass as tasks finish (`execute_async`).
+        max_output_bytes: an output larger than this (as JSON) is recorded in `outputs` by its
+            size only (its status file keeps it whole).
 
     Returns:
         One report per executor name, in chain order.
@@ -226,6 +230,16 @@ async def run_chain(
                 ledger.record_step(to_row(result, run_id))
             if result.output is not None:
                 ended = result.ended.replace(tzinfo=None)
+                ledger.record_output(
+                    OutputRow.of(
+                        result.key,
+                        result.executor,
+                        result.output,
+                        url=result.url,
+                        ended_at=ended,
+                        max_bytes=max_output_bytes,
+                    )
+                )
                 page = PageRow.from_output(result.key, result.output, parsed_at=ended)
                 if page is not None:
                     ledger.record_page(page)
