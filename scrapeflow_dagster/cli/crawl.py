@@ -23,6 +23,7 @@ from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.crawl.seeds import add_seeds, sitemap_seeds
+from scrapeflow_dagster.engine.extract import SelectorSetError, install_selector_set
 from scrapeflow_dagster.engine.state.params import SCOPES, normalise_crawl_params
 from scrapeflow_dagster.engine.tasks.intake import (
     Item,
@@ -50,6 +51,12 @@ def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) 
     parser.add_argument("--scope", choices=SCOPES, help="the seed's host (default) or domain")
     parser.add_argument("--allow", action="append", metavar="REGEX", help="follow only matches")
     parser.add_argument("--deny", action="append", metavar="REGEX", help="never follow matches")
+    parser.add_argument(
+        "--extract",
+        metavar="SELECTORS",
+        help="a selector set (.yaml/.json: named CSS/XPath fields) whose fields `pages` takes "
+        "from each page; copied into the data folder, named after the file",
+    )
 
 
 def crawl_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -70,7 +77,26 @@ def crawl_options(args: argparse.Namespace) -> dict[str, Any]:
         normalise_crawl_params(given)
     except ValueError as exc:
         raise common.UsageError(f"--{str(exc).replace('_', '-')}") from None
+    if args.extract is not None:
+        given["extract"] = _install_selectors(args, Path(args.extract))
     return given
+
+
+def _install_selectors(args: argparse.Namespace, path: Path) -> str:
+    """Copy the selector set at `path` into the data folder; its name for the tasks' params.
+
+    Raises:
+        UsageError: naming the file and field when it is not a valid set.
+    """
+    status_dir = common.layout(args).status_dir
+    try:
+        selector_set, changed = install_selector_set(status_dir, path)
+    except SelectorSetError as exc:
+        raise common.UsageError(f"--extract {exc}") from None
+    fields = ", ".join(field.name for field in selector_set.fields)
+    state = "stored" if changed else "unchanged"
+    print(f"selector set {selector_set.name!r} {state} ({fields})", file=sys.stderr)
+    return selector_set.name
 
 
 def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:

@@ -109,3 +109,11 @@ class UpstreamMissingError(InvalidTaskError):
 
 class StatusFileError(ValueError):
     """A status file that is truncated, not JSON or not a scrapeflow status; names the file."""
+
+
+class ExtractionError(ScrapeError):
+    """A task's extraction cannot be done: a required field matched nothing on the page, or its
+    selector set is missing or invalid. The page was fetched and parsed; fetching it again
+    gives the same page, so it is not retried (fix the set, then run the step again)."""
+
+    kind = ErrorKind.PERMANENT

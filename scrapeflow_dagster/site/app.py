@@ -42,6 +42,9 @@ Routes (and the module that serves them, in the subpackages `content`, `crawling
         charset is named in the Content-Type header (`header`, the default), a `<meta charset>`
         (`meta`), a `<meta http-equiv="Content-Type">` (`http-equiv`) or nowhere (`none`); 404 for
         others.
+    `/products/list/{k}`, `/products/{n}` (`content.products`): a shop of `pages` products with
+        data to extract (`product(n)` is what page n shows; every seventh is sold out, without
+        a price).
     `/widget-captcha?widget=recaptcha` (`content.bot_checks`): a normal contact page that loads a
         captcha widget's script and has its div: `recaptcha` (the default, `g-recaptcha`),
         `hcaptcha` (`h-captcha`) or `turnstile` (`cf-turnstile`); a validator must let it through.
@@ -100,6 +103,7 @@ from scrapeflow_dagster.site.client import routes as client_routes
 from scrapeflow_dagster.site.client.traffic import Traffic
 from scrapeflow_dagster.site.content import bot_checks, charsets
 from scrapeflow_dagster.site.content.pages import LINKS_PER_PAGE, Pages, page_links
+from scrapeflow_dagster.site.content.products import Products
 from scrapeflow_dagster.site.crawling import docs, sitemaps
 from scrapeflow_dagster.site.crawling.graph import DEFAULT_GRAPH_SIZE, Graph
 from scrapeflow_dagster.site.crawling.spelled import Spelled
@@ -240,6 +244,7 @@ def build_site(
             web.get("/sitemaps/gzipped.xml.gz", sitemaps.gzipped),
             web.post("/control/lastmod", sitemaps.lastmod_control),
             *hostile.routes(),
+            *Products(pages, seed).routes(),
             *(doors.routes() if doors else []),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from scrapeflow_dagster.engine.executors.extraction import extraction_of
 from scrapeflow_dagster.engine.executors.stored_body import read_body
 from scrapeflow_dagster.engine.run.context import (
     Context,
@@ -178,7 +179,25 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
         `text_start` (its first `TEXT_START_CHARS` characters, spaces collapsed), `charset`
         and `charset_source` (see `DecodedPage`).
     """
-    page = decode_html(body, content_type=content_type)
+    return parse_page(decode_html(body, content_type=content_type), base_url).output
+
+
+class ParsedPage(NamedTuple):
+    """`parse_html`'s output, with the decoded text and the document's base URL it used."""
+
+    output: ExecutorOutput
+    text: str
+    base: str
+
+
+def page_base(text: str, url: str) -> str:
+    """The base URL of the decoded page `text` fetched from `url` (`<base href>` or `url`)."""
+    base_node = HTMLParser(text).css_first("base[href]")
+    return document_base(url, base_node.attributes.get("href") if base_node else None)
+
+
+def parse_page(page: DecodedPage, base_url: str) -> ParsedPage:
+    """`parse_html` on a page already decoded."""
     tree = HTMLParser(page.text)
     title_node = tree.css_first("title")
     base_node = tree.css_first("base[href]")
@@ -195,7 +214,7 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
         if link is not None:
             links[link] = None
     text = tree.body.text(separator=" ") if tree.body is not None else ""
-    return {
+    output = {
         "title": title_node.text(strip=True) if title_node is not None else None,
         "link_count": len(links),
         "links": list(links),
@@ -204,19 +223,26 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
         "charset": page.charset,
         "charset_source": page.source,
     }
+    return ParsedPage(output, page.text, base)
 
 
 @reads_stored_only
 @taskify
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
     """Decode and parse the stored page: title, links, text size and the charset used (an
-    HTML or XHTML body; any other type is kept as a fetched file, with its type and size)."""
+    HTML or XHTML body; any other type is kept as a fetched file, with its type and size),
+    and the fields of the task's selector set (`extracted`), when it names one."""
     scraped = status.get("scrape") or {}
     base_url = scraped.get("final_url") or status["params"]["url"]
     content_type = content_type_of(scraped.get("response_headers"))
     body = read_body(context, key)
     if is_html(content_type):
-        parsed = parse_html(body, base_url, content_type=content_type)
+        page = parse_page(decode_html(body, content_type=content_type), base_url)
+        parsed = page.output
+        # The task's selector set, on the text decoded once; a task without one has no key.
+        extracted = extraction_of(context, status, page.text, page.base)
+        if extracted is not None:
+            parsed["extracted"] = extracted
     else:
         # A download (a script, a PDF, JSON): a fetched file, not a page. It has no title or
         # links and no `pages` row; its type and size are kept (and its step row's size).

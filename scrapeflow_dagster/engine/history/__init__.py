@@ -37,6 +37,7 @@ from scrapeflow_dagster.engine.history.connection import (
 from scrapeflow_dagster.engine.history.frames import (
     RESULTS,
     read_current_state,
+    read_extracted,
     read_outputs,
     read_pages,
     read_result,
@@ -86,6 +87,7 @@ __all__ = [
     "new_spool_name",
     "parse_status_file",
     "read_current_state",
+    "read_extracted",
     "read_outputs",
     "read_pages",
     "read_result",

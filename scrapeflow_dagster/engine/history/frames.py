@@ -1,11 +1,12 @@
 """The ledger's results as pandas frames (`read_pages`, `read_steps`, `read_current_state`,
-`read_outputs`), next to scrapeflow's `read_status`, and the SELECT behind each, which
-`scrapeflow export` copies to a file."""
+`read_outputs`, `read_extracted`), next to scrapeflow's `read_status`, and the SELECT behind
+each, which `scrapeflow export` copies to a file."""
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
+import orjson
 
 from scrapeflow_dagster.engine.history.connection import connect_readonly
 
@@ -21,6 +22,7 @@ RESULTS: dict[str, str] = {
     "current_state": "SELECT * EXCLUDE (seq) FROM current_state ORDER BY key, executor",
     "frontier": "SELECT * FROM frontier ORDER BY crawl, depth, parent, url",
     "outputs": "SELECT * FROM outputs ORDER BY key, executor",
+    "extracted": "SELECT * FROM extracted ORDER BY key, executor",
 }
 
 # The columns an executor's outputs have beside their own fields (`executor_outputs_sql`).
@@ -54,6 +56,41 @@ def executor_outputs_sql(conn: duckdb.DuckDBPyConnection, executor: str) -> str:
     typed = f"json_transform(output, {_sql_text(structure)}) AS typed"
     rows = f"SELECT *, {typed} FROM outputs WHERE executor = {literal}"
     return f"SELECT {columns}, {picked} FROM ({rows}) ORDER BY key"
+
+
+# The columns of a selector set's rows beside their fields (`extracted_sql`); a set's field
+# cannot take these names (`engine.extract.selectors.RESERVED_FIELDS`).
+EXTRACTED_COLUMNS = ("key", "executor", "url", "missing", "invalid", "ended_at", "run_id")
+
+
+def extracted_sql(
+    conn: duckdb.DuckDBPyConnection, selectors: str, declared: dict[str, str] | None = None
+) -> str:
+    """The SELECT of one selector set's rows with a typed column per field.
+
+    Args:
+        conn: a connection to the ledger.
+        selectors: the set's name.
+        declared: field name -> DuckDB type (`Field.duckdb_type`, `VARCHAR[]` for a list), in
+            the set's order: its columns, even for a field no row has yet. None: the types
+            DuckDB finds over the stored rows (`json_group_structure`).
+    """
+    literal = _sql_text(selectors)
+    if declared is not None:
+        structure = orjson.dumps(
+            {name: [kind[:-2]] if kind.endswith("[]") else kind for name, kind in declared.items()}
+        ).decode()
+    else:
+        row = conn.execute(
+            f"SELECT json_group_structure(fields) FROM extracted WHERE selectors = {literal}"
+        ).fetchone()
+        structure = row[0] if row and isinstance(row[0], str) else "{}"
+    names = list(orjson.loads(structure)) if structure.startswith("{") else []
+    columns = ", ".join(EXTRACTED_COLUMNS)
+    picked = "".join(f", typed[{_sql_text(name)}] AS {_identifier(name)}" for name in names)
+    typed = f"json_transform(fields, {_sql_text(structure)}) AS typed" if names else "NULL AS typed"
+    rows = f"SELECT *, {typed} FROM extracted WHERE selectors = {literal}"
+    return f"SELECT {columns}{picked} FROM ({rows}) ORDER BY key, executor"
 
 
 def _field_column(name: str) -> str:
@@ -127,5 +164,25 @@ def read_outputs(db_path: Path, executor: str | None = None) -> "pd.DataFrame":
     conn = connect_readonly(Path(db_path))
     try:
         return conn.execute(executor_outputs_sql(conn, executor)).df()
+    finally:
+        conn.close()
+
+
+def read_extracted(
+    db_path: Path, selectors: str | None = None, declared: dict[str, str] | None = None
+) -> "pd.DataFrame":
+    """The extractions: every set's fields as JSON, or one set's with a typed column per field
+    (`extracted_sql`; `declared` types them as the set declares).
+
+    Raises:
+        FileNotFoundError, LedgerLockedError: as `read_result`.
+    """
+    if selectors is None:
+        return read_result(db_path, "extracted")
+    if not Path(db_path).is_file():
+        raise FileNotFoundError(f"no DuckDB file at {db_path} (add tasks or run `db sync`)")
+    conn = connect_readonly(Path(db_path))
+    try:
+        return conn.execute(extracted_sql(conn, selectors, declared)).df()
     finally:
         conn.close()

@@ -285,6 +285,8 @@ def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple
     steps = count(conn.execute(sql.INSERT_DISAGREEING_STEPS_SQL))
     conn.execute(sql.UPSERT_OUTPUTS_SQL)
     conn.execute(sql.DELETE_FAILED_OUTPUTS_SQL)
+    conn.execute(sql.UPSERT_EXTRACTED_SQL)
+    conn.execute(sql.DELETE_STALE_EXTRACTED_SQL)
     conn.execute(sql.UPSERT_PAGES_SQL)
     return tasks, steps
 

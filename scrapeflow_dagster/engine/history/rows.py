@@ -104,6 +104,8 @@ class OutputRow:
     output_bytes: int
     url: str | None = None
     ended_at: datetime = field(default_factory=utc_now)
+    # The output's `extracted` (`engine.extract`), kept whatever the output's size.
+    extracted: orjson.Fragment | None = None
 
     @classmethod
     def of(
@@ -122,9 +124,14 @@ class OutputRow:
             TypeError: when the output holds a value JSON cannot represent (the status file
                 could not have stored it either).
         """
-        encoded = orjson.dumps(redact_output(output), option=orjson.OPT_NON_STR_KEYS)
+        redacted = redact_output(output)
+        encoded = orjson.dumps(redacted, option=orjson.OPT_NON_STR_KEYS)
         kept = orjson.Fragment(encoded) if len(encoded) <= max_bytes else None
-        return cls(key, executor, kept, len(encoded), url, ended_at)
+        extraction = redacted.get("extracted") if isinstance(redacted, Mapping) else None
+        extracted = None
+        if isinstance(extraction, Mapping) and isinstance(extraction.get("fields"), Mapping):
+            extracted = orjson.Fragment(orjson.dumps(extraction, option=orjson.OPT_NON_STR_KEYS))
+        return cls(key, executor, kept, len(encoded), url, ended_at, extracted)
 
 
 # The output fields that make a step's output a parsed page (the `pages` executor's).
@@ -299,6 +306,7 @@ def output_line(row: OutputRow, seq: int, run_id: str | None) -> bytes:
         "url": redact(row.url) if row.url else row.url,
         "output": row.output,
         "output_bytes": row.output_bytes,
+        "extracted": row.extracted,
         "ended_at": parse_stamp(row.ended_at),
         "run_id": run_id,
     }

@@ -69,6 +69,24 @@ CREATE TABLE IF NOT EXISTS outputs (
     PRIMARY KEY (key, executor)
 );
 
+-- Each task's latest extraction per executor (a selector set's fields, `engine.extract`): the
+-- fields as JSON (typed columns per set: `scrapeflow export extracted --selectors NAME`), the
+-- fields that matched nothing (`missing`) and those whose text was not of their type
+-- (`invalid`, field -> text). Follows `outputs`: a newer output without one, or a later
+-- failure, removes the row.
+CREATE TABLE IF NOT EXISTS extracted (
+    key VARCHAR NOT NULL,
+    executor VARCHAR NOT NULL,
+    selectors VARCHAR,
+    url VARCHAR,
+    fields JSON,
+    missing VARCHAR[],
+    invalid JSON,
+    ended_at TIMESTAMP,
+    run_id VARCHAR,
+    PRIMARY KEY (key, executor)
+);
+
 -- Every link discovery saw on a parsed page, and what it did with it (one row per parent and
 -- URL; `child` is the task key the link has or would have).
 CREATE TABLE IF NOT EXISTS frontier (
@@ -139,6 +157,7 @@ SPOOL_COLUMNS: dict[str, str] = {
     # step outputs (`kind` = 'o'); `ended_at` is the step's end
     "output": "JSON",
     "output_bytes": "BIGINT",
+    "extracted": "JSON",  # the output's `extracted`, when it has one
     # frontier rows (`kind` = 'f'); `key` is the child, `ended_at` when it was discovered
     "crawl": "VARCHAR",
     "parent": "VARCHAR",
@@ -283,6 +302,49 @@ USING (
 WHERE outputs.key = failed.key
   AND outputs.executor = failed.executor
   AND failed.failed_at > outputs.ended_at
+"""
+
+# The newest output of a task's step decides its extraction: upserted when it has one...
+UPSERT_EXTRACTED_SQL = """
+INSERT INTO extracted (key, executor, selectors, url, fields, missing, invalid, ended_at, run_id)
+SELECT key, executor, extracted->>'selectors', url, extracted->'fields',
+    CAST(extracted->'missing' AS VARCHAR[]), extracted->'invalid', ended_at, run_id
+FROM (
+    SELECT * FROM spool
+    WHERE kind = 'o'
+    QUALIFY row_number() OVER (
+        PARTITION BY key, executor ORDER BY ended_at DESC, filename DESC, seq DESC
+    ) = 1
+)
+WHERE extracted IS NOT NULL
+ON CONFLICT (key, executor) DO UPDATE SET
+    selectors = excluded.selectors,
+    url = excluded.url,
+    fields = excluded.fields,
+    missing = excluded.missing,
+    invalid = excluded.invalid,
+    ended_at = excluded.ended_at,
+    run_id = excluded.run_id
+WHERE excluded.ended_at >= extracted.ended_at
+"""
+
+# ... and removed when it has none (the task's set was dropped, or no longer matches its URL),
+# or when the step failed after it (as `outputs`).
+DELETE_STALE_EXTRACTED_SQL = """
+DELETE FROM extracted
+USING (
+    SELECT key, executor, ended_at AS since FROM spool
+    WHERE kind = 'o'
+    QUALIFY row_number() OVER (
+        PARTITION BY key, executor ORDER BY ended_at DESC, filename DESC, seq DESC
+    ) = 1 AND extracted IS NULL
+    UNION ALL
+    SELECT key, executor, ended_at FROM spool
+    WHERE kind = 's' AND status = 'ERROR'
+) AS stale
+WHERE extracted.key = stale.key
+  AND extracted.executor = stale.executor
+  AND stale.since > extracted.ended_at
 """
 
 # Discovery run again over the same parent (a replay, or a crawl grown in place) records the

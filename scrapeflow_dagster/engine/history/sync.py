@@ -216,6 +216,8 @@ def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int
         conn.execute(sql.UPSERT_TASKS_SQL)
         conn.execute(sql.UPSERT_OUTPUTS_SQL)
         conn.execute(sql.DELETE_FAILED_OUTPUTS_SQL)
+        conn.execute(sql.UPSERT_EXTRACTED_SQL)
+        conn.execute(sql.DELETE_STALE_EXTRACTED_SQL)
         conn.execute(sql.UPSERT_PAGES_SQL)
         conn.execute(sql.INSERT_FRONTIER_SQL)
         conn.execute(sql.MARK_INGESTED_SQL, [[p.name for p in paths], utc_now()])

@@ -1,6 +1,6 @@
 """Task params beyond the request: the crawl settings (`max_depth`, `scope`, `allow`, `deny`,
-`max_pages`) a seed carries and its discovered tasks inherit with their `depth`, `parent` and
-`crawl` (the seed's key). One owner for their names, defaults and validation.
+`max_pages`, `extract`) a seed carries and its discovered tasks inherit with their `depth`,
+`parent` and `crawl` (the seed's key). One owner for their names, defaults and validation.
 """
 
 import json
@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scrapeflow_dagster.engine.extract.selectors import set_name_error
 from scrapeflow_dagster.engine.state.schema import Params
 
 # Crawl params (see `crawl_settings`): set on a seed, copied to every task discovered from it.
@@ -17,11 +18,12 @@ SCOPE = "scope"  # "host" (the seed's host) or "domain" (its registered domain)
 ALLOW = "allow"  # URL regexes: when given, a link must match one of them
 DENY = "deny"  # URL regexes: a link matching one of them is never followed
 MAX_PAGES = "max_pages"  # tasks the whole crawl may hold, the seed included
+EXTRACT = "extract"  # the selector set whose fields `pages` takes (`engine.extract`)
 # Set on discovered tasks only.
 DEPTH = "depth"  # hops from the seed
 PARENT = "parent"  # the key of the task whose page linked here
 CRAWL = "crawl"  # the seed's key: the crawl a task belongs to
-CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES)
+CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES, EXTRACT)
 SCOPES = ("host", "domain")
 
 
@@ -34,6 +36,7 @@ class CrawlSettings:
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     max_pages: int | None = None
+    extract: str | None = None
     depth: int = 0
     parent: str | None = None
     crawl: str | None = None
@@ -46,6 +49,7 @@ class CrawlSettings:
                 params[name] = list(value)
         for name, other in (
             (MAX_PAGES, self.max_pages),
+            (EXTRACT, self.extract),
             (PARENT, self.parent),
             (CRAWL, self.crawl),
         ):
@@ -96,6 +100,11 @@ def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     parent, crawl = params.get(PARENT), params.get(CRAWL)
+    extract = params.get(EXTRACT) or None
+    if extract is not None:
+        problem = set_name_error(extract)
+        if problem:
+            raise ValueError(problem)
     for name, value in ((PARENT, parent), (CRAWL, crawl)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{name} must be a task key, got {value!r}")
@@ -105,6 +114,7 @@ def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
         allow=_patterns(params, ALLOW),
         deny=_patterns(params, DENY),
         max_pages=_count(params, MAX_PAGES, minimum=1),
+        extract=extract,
         depth=_count(params, DEPTH, minimum=0) or 0,
         parent=parent or None,
         crawl=crawl or None,

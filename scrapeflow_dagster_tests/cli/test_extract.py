@@ -1,0 +1,123 @@
+"""Extraction without code, as a user does it: a selector file given to `scrapeflow tasks add
+--extract`, the chain materialised by the real `dagster asset materialize`, the fields read
+back from DuckDB and from a Parquet export, exactly as the bundled shop's pages show them."""
+
+from pathlib import Path
+
+import duckdb
+
+from scrapeflow_dagster.engine.history import read_extracted, read_steps
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.site.content.products import product
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.cli.helpers import Run, write_csv
+
+SELECTORS = """\
+urls: "/products/\\\\d+$"
+fields:
+  name: "h1::text"
+  price: {css: "span.price", type: number, required: true}
+  sku: {xpath: "//*[@itemprop='sku']/text()"}
+  tags: {css: ".tags li", all: true}
+  image: {css: "img.main", attr: src, type: url}
+  stars: {css: ".rating::attr(data-stars)", type: integer}
+  discount: {css: ".discount"}
+"""
+PRODUCTS = range(14)  # 6 and 13 are sold out: no price
+
+
+def expected_fields(site: SiteThread, n: int) -> dict[str, object]:
+    item = product(n)
+    return {
+        "name": item.name,
+        "price": item.price,
+        "sku": item.sku,
+        "tags": item.tags,
+        "image": site.url(item.image),
+        "stars": item.stars,
+        "discount": None,
+    }
+
+
+def test_a_selector_file_gives_typed_rows_in_duckdb_and_parquet_through_dagster(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout
+) -> None:
+    selectors = tmp_path / "products.yaml"
+    selectors.write_text(SELECTORS)
+    rows = [(f"p-{n:02d}", site_thread.url(f"/products/{n}")) for n in PRODUCTS]
+    rows.append(("p-list", site_thread.url("/products/list/0")))  # outside the set's urls
+    tasks = write_csv(tmp_path / "tasks.csv", rows)
+
+    added = run_command("scrapeflow", "tasks", "add", str(tasks), "--extract", str(selectors))
+    assert added.returncode == 0, added.stderr
+    assert "selector set 'products' stored" in added.stderr
+    done = run_command(
+        "dagster", "asset", "materialize", "-m", "scrapeflow_dagster.definitions",
+        "--select", "scrape,validation,pages", "--partition-range", "p-00...p-list",
+    )  # fmt: skip
+
+    # The sold-out pages fail `pages`: their required price matched nothing.
+    assert done.returncode != 0
+    assert "2 of 15 tasks failed" in done.stdout + done.stderr
+    parquet = tmp_path / "products.parquet"
+    exported = run_command(
+        "scrapeflow", "export", "extracted", "--selectors", "products", "-o", str(parquet)
+    )
+    assert exported.returncode == 0, exported.stderr
+    in_stock = [n for n in PRODUCTS if product(n).price is not None]
+    assert exported.stdout.strip() == (
+        f"exported {len(in_stock)} rows of extracted of products to {parquet} (parquet)"
+    )
+    conn = duckdb.connect()
+    try:
+        table = conn.execute("SELECT * FROM read_parquet(?) ORDER BY key", [str(parquet)])
+        columns = [c[0] for c in table.description]
+        got = [dict(zip(columns, row, strict=True)) for row in table.fetchall()]
+        types = dict(
+            conn.execute(
+                "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
+                [str(parquet)],
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+    assert [row["key"] for row in got] == [f"p-{n:02d}" for n in in_stock]
+    fields = ["name", "price", "sku", "tags", "image", "stars", "discount"]
+    assert [{f: row[f] for f in fields} for row in got] == [
+        expected_fields(site_thread, n) for n in in_stock
+    ]
+    # Fields that matched nothing are said per row (a product without tags has none).
+    assert [row["missing"] for row in got] == [
+        [*(["tags"] if not product(n).tags else []), "discount"] for n in in_stock
+    ]
+    assert {f: types[f] for f in ("price", "stars", "tags", "name")} == {
+        "price": "DOUBLE",
+        "stars": "BIGINT",
+        "tags": "VARCHAR[]",
+        "name": "VARCHAR",
+    }
+    # The same rows in DuckDB, and the failures said per task in `step_runs`.
+    frame = read_extracted(layout.db_path)
+    assert sorted(frame["key"]) == [f"p-{n:02d}" for n in in_stock]
+    assert set(frame["executor"]) == {"pages"}
+    steps = read_steps(layout.db_path)
+    failed = steps[(steps["executor"] == "pages") & (steps["status"] == "ERROR")]
+    assert sorted(failed["key"]) == ["p-06", "p-13"]
+    assert set(failed["error_class"]) == {"ExtractionError"}
+    assert all("required field(s) price matched nothing" in m for m in failed["message"])
+    # The list page was parsed, not extracted.
+    assert "p-list" not in set(frame["key"])
+
+
+def test_a_bad_selector_file_is_refused_naming_the_file_and_field(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout
+) -> None:
+    selectors = tmp_path / "broken.yaml"
+    selectors.write_text('fields:\n  price: {css: "span.price[", type: number}\n')
+    tasks = write_csv(tmp_path / "tasks.csv", [("b-1", site_thread.url("/products/1"))])
+
+    added = run_command("scrapeflow", "tasks", "add", str(tasks), "--extract", str(selectors))
+
+    assert added.returncode == 2
+    assert f"{selectors}: field 'price': css 'span.price[' does not compile" in added.stderr
+    assert not (layout.status_dir / "b-1.status.json").exists()
