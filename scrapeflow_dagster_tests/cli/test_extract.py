@@ -121,3 +121,29 @@ def test_a_bad_selector_file_is_refused_naming_the_file_and_field(
     assert added.returncode == 2
     assert f"{selectors}: field 'price': css 'span.price[' does not compile" in added.stderr
     assert not (layout.status_dir / "b-1.status.json").exists()
+
+
+def test_a_crawl_hands_its_selector_set_to_the_pages_it_discovers(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout
+) -> None:
+    selectors = tmp_path / "shop.yaml"
+    selectors.write_text(
+        "urls: '/products/\\d+$'\nfields:\n  sku: '[itemprop=sku]'\n"
+        "  price: {css: 'span.price', type: number}\n"
+    )
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(site_thread.url("/products/list/0") + "\n")
+
+    crawled = run_command(
+        "scrapeflow", "crawl", str(seeds), "--max-depth", "1", "--extract", str(selectors)
+    )
+
+    assert crawled.returncode == 0, crawled.stdout[-2000:] + crawled.stderr[-2000:]
+    rows = read_extracted(layout.db_path, "shop", {"sku": "VARCHAR", "price": "DOUBLE"})
+    # The list's 20 products, each with the seed's set; the list pages are not extracted.
+    assert sorted(rows["url"]) == sorted(site_thread.url(f"/products/{n}") for n in range(20))
+    by_url = dict(zip(rows["url"], zip(rows["sku"], rows["price"], strict=True), strict=True))
+    for n in range(20):
+        sku, price = by_url[site_thread.url(f"/products/{n}")]
+        assert sku == product(n).sku
+        assert (price if price == price else None) == product(n).price  # NaN: sold out
