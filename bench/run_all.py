@@ -312,6 +312,31 @@ def rows_peer(data: dict[str, Any], _out: str) -> list[Row]:
     ]
 
 
+def rows_extract(data: dict[str, Any], _out: str) -> list[Row]:
+    s = data.get("summary") or {}
+    ratio = s.get("items_per_s_ours_over_scrapy")
+    n = s.get("products") or 0
+    return [
+        [
+            "extract",
+            f"{n:,} products: items/s ours / Scrapy {s.get('scrapy_version')}",
+            ratio,
+            ">= 2.0",
+            _verdict(None if ratio is None else ratio >= 2.0),
+        ],
+        ["extract", f"{n:,} products: ours items/s", _get(s, "ours", "items_per_s"), "", "-"],
+        ["extract", f"{n:,} products: Scrapy items/s", _get(s, "scrapy", "items_per_s"), "", "-"],
+        ["extract", "ours export seconds", _get(s, "ours: export", "seconds"), "", "-"],
+        [
+            "extract",
+            "rows identical to Scrapy's and product(n)",
+            None,
+            "",
+            _verdict(s.get("rows_identical")),
+        ],
+    ]
+
+
 def rows_status(data: dict[str, Any], _out: str) -> list[Row]:
     rows: list[Row] = []
     for r in data.get("sizes", []):
@@ -395,6 +420,7 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("discovery", "bench.engine.bench_discovery", rows_discovery, True),
     ("chain", "bench.dagster.bench_chain", rows_chain, True),
     ("peer", "bench.dagster.bench_peer", rows_peer, True),
+    ("extract", "bench.dagster.bench_extract", rows_extract, True),
     ("shards", "bench.scaleout.bench_shards", rows_shards, False),
     ("status", "bench.bench_status", rows_status, True),
     ("retention", "bench.bench_retention", rows_retention, True),
@@ -422,6 +448,7 @@ QUICK_ARGS = {
     "chain": ["--tasks", "300", "--rounds", "1"],
     "shards": ["--tasks", "400"],
     "peer": ["--tasks", "1000", "--rounds", "1"],
+    "extract": ["--products", "1000", "--rounds", "1"],
     "status": ["--sizes", "2000", "--rounds", "1"],
     "retention": ["--tasks", "60", "--refreshes", "2"],
     "chain-scale": ["--sizes", "2000", "--status-rounds", "1"],

@@ -39,6 +39,7 @@ from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     StatusStoreResource,
 )
+from scrapeflow_dagster.defs.table_metadata import HeldBack, table_metadata
 from scrapeflow_dagster.engine.executor import Executor, executor_name
 from scrapeflow_dagster.engine.run.step import StepReport
 
@@ -113,9 +114,10 @@ def run_and_log(
     """Run `selection` over `keys` (`chain.run_selection`), log each task's event as it ends
     and each asset's counts once done (`label` before them, e.g. the shard). With
     `follow_links` (and `pages` selected), the links of the pages parsed become tasks of the
-    same run as it goes (`crawling.stream`); the reports name them too."""
+    same run as it goes (`crawling.stream`); the reports name them too. Each asset's last
+    materialisation carries its table's row count and columns (`table_metadata`)."""
     scrape_settings, status_store, proxy_provider = resources
-    materialize = materialization_logger(context)
+    materialize = HeldBack(materialization_logger(context))
     grow = None
     if follow_links and follows_links(selection.names, selection.requires):
         grow = RunGrowth(context, status_store.layout(), scrape_settings.build(), selection.names)
@@ -135,9 +137,13 @@ def run_and_log(
             grow=grow,
         )
     except BaseException:
+        materialize.finish()  # what the step finished stays materialised
         if grow is not None:
             grow.abandon()
         raise
+    materialize.finish(
+        table_metadata(status_store.layout().db_path, selection.names, context.run.run_id)
+    )
     if grow is not None:
         grow.finish()
     for asset_name, report in reports.items():

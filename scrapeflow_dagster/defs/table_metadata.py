@@ -1,0 +1,113 @@
+"""What the UI shows of each executor's results table: its rows in DuckDB's `outputs` (the
+`dagster/row_count` and `dagster/column_schema` metadata conventions).
+
+The metadata goes on the last materialisation an asset logs in a step: that event is held back
+until the step's tasks are done and the run's rows are in DuckDB, then logged with the table's
+row count (all of the executor's rows) and the columns of its outputs (the fixed columns and
+one per output field, typed as DuckDB finds them over this run's rows, as `scrapeflow export
+outputs --executor NAME` gives them). The UI's asset page shows the latest materialisation's
+schema and row count. No event is added: a step logs as many as before.
+"""
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import orjson
+
+from scrapeflow_dagster.defs.partition_events import LogMaterialization
+from scrapeflow_dagster.engine.history import LedgerLockedError, connect_readonly
+
+ROW_COUNT = "dagster/row_count"
+COLUMN_SCHEMA = "dagster/column_schema"
+# The columns every executor's rows have (`engine.history.frames.OUTPUT_COLUMNS`), typed.
+FIXED_COLUMNS = (
+    ("key", "VARCHAR"),
+    ("url", "VARCHAR"),
+    ("ended_at", "TIMESTAMP"),
+    ("run_id", "VARCHAR"),
+    ("output_bytes", "BIGINT"),
+)
+# A step's end waits this long for DuckDB at most; without it the metadata is left out.
+LOCK_TIMEOUT_SECONDS = 2.0
+
+
+class HeldBack:
+    """A `LogMaterialization` that logs each asset's materialisations one behind, so the last
+    one can carry what is known only at the end (`finish`)."""
+
+    def __init__(self, log: LogMaterialization) -> None:
+        self._log = log
+        self._held: dict[dg.AssetKey, dg.AssetMaterialization] = {}
+
+    def __call__(self, materialization: dg.AssetMaterialization) -> None:
+        earlier = self._held.get(materialization.asset_key)
+        self._held[materialization.asset_key] = materialization
+        if earlier is not None:
+            self._log(earlier)
+
+    def finish(self, metadata: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """Log the held materialisations, each with the `metadata` of its asset (by name)."""
+        held, self._held = self._held, {}
+        for key, materialization in held.items():
+            extra = (metadata or {}).get(key.to_user_string())
+            if extra:
+                materialization = materialization.with_metadata(
+                    {**materialization.metadata, **extra}
+                )
+            self._log(materialization)
+
+
+def table_metadata(
+    db_path: Path, executors: Sequence[str], run_id: str
+) -> dict[str, dict[str, Any]]:
+    """Each executor's row count and columns (see the module); {} when DuckDB has no file yet
+    or a writer holds it longer than `LOCK_TIMEOUT_SECONDS`."""
+    if not db_path.is_file():
+        return {}
+    try:
+        conn = connect_readonly(db_path, lock_timeout_seconds=LOCK_TIMEOUT_SECONDS)
+    except LedgerLockedError:
+        return {}
+    try:
+        found: dict[str, dict[str, Any]] = {}
+        for executor in executors:
+            row = conn.execute(
+                "SELECT count(*) FROM outputs WHERE executor = ?", [executor]
+            ).fetchone()
+            shape = conn.execute(
+                "SELECT json_group_structure(output) FROM outputs "
+                "WHERE executor = ? AND run_id = ?",
+                [executor, run_id],
+            ).fetchone()
+            found[executor] = {
+                ROW_COUNT: dg.MetadataValue.int(int(row[0]) if row else 0),
+                COLUMN_SCHEMA: dg.TableSchema(columns=_columns(shape[0] if shape else None)),
+            }
+        return found
+    finally:
+        conn.close()
+
+
+def _columns(structure: str | None) -> list[dg.TableColumn]:
+    """The fixed columns, then one per field of the outputs' structure (`output` JSON when the
+    outputs are not objects); a field named like a fixed column is `output.<name>`."""
+    columns = [dg.TableColumn(name, kind) for name, kind in FIXED_COLUMNS]
+    shape = orjson.loads(structure) if structure else None
+    if not isinstance(shape, dict):
+        return [*columns, dg.TableColumn("output", "JSON")]
+    fixed = {name for name, _ in FIXED_COLUMNS}
+    for name, kind in shape.items():
+        column = f"output.{name}" if name in fixed else name
+        columns.append(dg.TableColumn(column, _type_name(kind)))
+    return columns
+
+
+def _type_name(kind: object) -> str:
+    """A DuckDB type name for a `json_group_structure` node: `VARCHAR`, `VARCHAR[]`, `JSON`."""
+    if isinstance(kind, str):
+        return "JSON" if kind == "NULL" else kind
+    if isinstance(kind, list) and kind:
+        return f"{_type_name(kind[0])}[]"
+    return "JSON"

@@ -1,0 +1,65 @@
+"""Each executor asset's last materialisation of a run carries its results table's row count and
+columns (`dagster/row_count`, `dagster/column_schema`), and a run logs no event more for it."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster_tests.support.partitions import range_tags
+from scrapeflow_dagster_tests.support.runs import run_assets, run_resources
+from scrapeflow_dagster_tests.support.tasks import store_and_add
+
+CHAIN = ["scrape", "validation", "pages"]
+
+
+def _materialisations(instance: dg.DagsterInstance, asset: str) -> list[dg.EventLogRecord]:
+    return list(
+        instance.fetch_materializations(dg.AssetKey(asset), limit=1000, ascending=True).records
+    )
+
+
+def test_the_last_materialisation_of_each_asset_holds_its_row_count_and_columns(
+    tmp_path: Path,
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    with SiteThread(pages=20, page_bytes=2000) as site, dg.DagsterInstance.ephemeral() as instance:
+        rows = [(f"t-{n}", site.url(f"/page/{n}")) for n in range(5)]
+        rows.append(("t-gone", site.url("/status/404")))
+        keys = store_and_add(layout, instance, rows)
+        resources = run_resources(layout.root, max_attempts=1, request_timeout_seconds=5.0)
+        run_assets(instance, resources, CHAIN, range_tags(keys[0], keys[-1]))
+        # A second run over two more tasks: the count is the table's, not the run's.
+        more = store_and_add(layout, instance, [("u-1", site.url("/page/7"))])
+        second = run_assets(instance, resources, CHAIN, range_tags(more[0], more[-1]))
+
+        for asset in CHAIN:
+            events = _materialisations(instance, asset)
+            # One per partition that succeeded, as before: the held event is not an extra one.
+            assert sorted(e.partition_key or "" for e in events) == sorted(
+                [f"t-{n}" for n in range(5)] + ["u-1"]
+            )
+            last = events[-1].asset_materialization
+            assert last is not None and last.partition == "u-1"
+            assert events[-1].run_id == second.run_id
+            assert last.metadata["dagster/row_count"] == dg.MetadataValue.int(6)
+            schema = last.metadata["dagster/column_schema"].value
+            columns = {column.name: column.type for column in schema.columns}
+            assert list(columns)[:5] == ["key", "url", "ended_at", "run_id", "output_bytes"]
+            # The earlier ones carry their partition's own metadata only.
+            assert all(
+                "dagster/row_count" not in (e.asset_materialization.metadata or {})
+                for e in events[:-1]
+                if e.asset_materialization is not None and e.run_id == second.run_id
+            )
+        pages_columns = {
+            column.name: column.type
+            for column in _materialisations(instance, "pages")[-1]
+            .asset_materialization.metadata["dagster/column_schema"]
+            .value.columns
+        }
+        assert pages_columns["title"] == "VARCHAR"
+        assert pages_columns["link_count"] == "UBIGINT"  # as DuckDB types a JSON count
+        assert pages_columns["links"] == "VARCHAR[]"
+        assert pages_columns["output.url"] == "VARCHAR"  # a field named like a fixed column
