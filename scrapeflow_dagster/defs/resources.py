@@ -1,5 +1,6 @@
 """Resources: typed configuration that builds engine objects (no live connections here)."""
 
+import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from scrapeflow_dagster.engine.settings import (
     DEFAULT_PROXY_ERROR_THRESHOLD,
     DEFAULT_REFRESH_MAX_AGE_HOURS,
     DEFAULT_TIMEOUT_SECONDS,
+    MARKDOWN_EXTRA,
     PoliteSettings,
     RetryPolicy,
     ScrapeSettings,
@@ -79,6 +81,10 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     # A Redis URL through which per-host slots and delays hold across machines; None: the
     # Celery broker when the home's runs use Celery workers, else this machine only.
     shared_host_limits_url: str | None = None
+    # `pages` keeps each page's readable text up to this many characters (0: none), and its
+    # Markdown too when `page_markdown` (the `markdown` extra).
+    page_text_max_chars: int = _SETTINGS.page_text_max_chars
+    page_markdown: bool = _SETTINGS.page_markdown
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -102,8 +108,11 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 "backoff_base_seconds",
                 "backoff_max_seconds",
                 "retry_after_max_seconds",
+                "page_text_max_chars",
             ),  # the politeness numbers: `PoliteSettings` checks them
         )
+        if self.page_markdown and importlib.util.find_spec("markdownify") is None:
+            raise ValueError(f"page_markdown needs markdownify: {MARKDOWN_EXTRA}")
         return ScrapeSettings(
             request_timeout_seconds=self.request_timeout_seconds,
             max_body_bytes=self.max_body_bytes,
@@ -112,6 +121,8 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             max_redirects=self.max_redirects,
             address_guard=self.address_guard,
             allowed_networks=_networks(self.address_guard_allow),
+            page_text_max_chars=self.page_text_max_chars,
+            page_markdown=self.page_markdown,
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,
                 max_proxy_attempts=self.max_proxy_attempts,

@@ -28,6 +28,8 @@ DEFAULT_RESPECT_ROBOTS_TXT = True
 DEFAULT_ROBOTS_MAX_AGE_SECONDS = 24 * 3600.0  # a cached robots.txt older than this is re-fetched
 DEFAULT_MAX_PER_HOST = 8  # requests in flight per host:port, across runs (Scrapy's default)
 DEFAULT_PER_HOST_DELAY_SECONDS = 0.0  # between request starts at one host, across runs
+# What installs the Markdown converter `page_markdown` needs.
+MARKDOWN_EXTRA = "pip install 'scrapeflow-dagster[markdown]'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +99,7 @@ class ScrapeSettings:
     address_guard: bool = True
     # ... except in these networks (CIDR strings, e.g. "10.1.0.0/16").
     allowed_networks: tuple[str, ...] = ()
+    # `pages` keeps each page's readable text up to this many characters (0: no text) ...
+    page_text_max_chars: int = 100_000
+    # ... and its Markdown too (the `markdown` extra; ~5 ms a 20 KB page).
+    page_markdown: bool = False

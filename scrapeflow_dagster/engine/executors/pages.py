@@ -15,6 +15,7 @@ from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
+from scrapeflow_dagster.engine.executors.page_text import page_text_fields
 from scrapeflow_dagster.engine.executors.stored_body import read_body
 from scrapeflow_dagster.engine.run.context import (
     Context,
@@ -231,7 +232,8 @@ def parse_page(page: DecodedPage, base_url: str) -> ParsedPage:
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
     """Decode and parse the stored page: title, links, text size and the charset used (an
     HTML or XHTML body; any other type is kept as a fetched file, with its type and size),
-    and the fields of the task's selector set (`extracted`), when it names one."""
+    its readable text (and Markdown) up to the settings' cap (`page_text`), and the fields of
+    the task's selector set (`extracted`), when it names one."""
     scraped = status.get("scrape") or {}
     base_url = scraped.get("final_url") or status["params"]["url"]
     content_type = content_type_of(scraped.get("response_headers"))
@@ -243,6 +245,7 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         extracted = extraction_of(context, status, page.text, page.base)
         if extracted is not None:
             parsed["extracted"] = extracted
+        parsed.update(page_text_fields(page.text, context.settings))
     else:
         # A download (a script, a PDF, JSON): a fetched file, not a page. It has no title or
         # links and no `pages` row; its type and size are kept (and its step row's size).

@@ -23,6 +23,7 @@ RESULTS: dict[str, str] = {
     "frontier": "SELECT * FROM frontier ORDER BY crawl, depth, parent, url",
     "outputs": "SELECT * FROM outputs ORDER BY key, executor",
     "extracted": "SELECT * FROM extracted ORDER BY key, executor",
+    "page_text": "SELECT * FROM page_text ORDER BY key",
 }
 
 # The columns an executor's outputs have beside their own fields (`executor_outputs_sql`).

@@ -124,7 +124,7 @@ class OutputRow:
             TypeError: when the output holds a value JSON cannot represent (the status file
                 could not have stored it either).
         """
-        redacted = redact_output(output)
+        redacted = redact_output(_without_page_text(output))
         encoded = orjson.dumps(redacted, option=orjson.OPT_NON_STR_KEYS)
         kept = orjson.Fragment(encoded) if len(encoded) <= max_bytes else None
         extraction = redacted.get("extracted") if isinstance(redacted, Mapping) else None
@@ -136,6 +136,17 @@ class OutputRow:
 
 # The output fields that make a step's output a parsed page (the `pages` executor's).
 PAGE_OUTPUT_FIELDS = ("title", "link_count", "text_bytes")
+# A parsed page's text fields: kept once, in `page_text`, not in its `outputs` row too.
+PAGE_TEXT_FIELDS = frozenset({"text", "markdown"})
+
+
+def _without_page_text(output: Any) -> Any:
+    """A parsed page's output without its text and Markdown (`page_text` holds them)."""
+    if not isinstance(output, Mapping) or not all(n in output for n in PAGE_OUTPUT_FIELDS):
+        return output
+    if not PAGE_TEXT_FIELDS & output.keys():
+        return output
+    return {name: value for name, value in output.items() if name not in PAGE_TEXT_FIELDS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +164,12 @@ class PageRow:
     charset: str | None = None
     fetched_at: datetime | None = None
     parsed_at: datetime = field(default_factory=utc_now)
+    # The page's readable text and Markdown as `pages` kept them (cut at its cap), for the
+    # `page_text` table; their lengths before the cut.
+    text: str | None = None
+    text_chars: int | None = None
+    markdown: str | None = None
+    markdown_chars: int | None = None
 
     @classmethod
     def from_output(
@@ -182,6 +199,10 @@ class PageRow:
             charset=text("charset"),
             fetched_at=parse_stamp(output.get("fetched_at")),
             parsed_at=parsed_at,
+            text=text("text"),
+            text_chars=number("text_chars"),
+            markdown=text("markdown"),
+            markdown_chars=number("markdown_chars"),
         )
 
 
@@ -330,6 +351,10 @@ def page_line(row: PageRow, seq: int, run_id: str | None) -> bytes:
         "fetched_at": parse_stamp(row.fetched_at),
         "ended_at": parse_stamp(row.parsed_at),
         "run_id": run_id,
+        "text": row.text,
+        "text_chars": row.text_chars,
+        "markdown": row.markdown,
+        "markdown_chars": row.markdown_chars,
     }
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
 

@@ -55,6 +55,20 @@ CREATE TABLE IF NOT EXISTS pages (
     run_id VARCHAR
 );
 
+-- Each parsed page's readable text (and Markdown, when `page_markdown` is set), as the latest
+-- parse kept them: cut at `page_text_max_chars`, `*_chars` the length before the cut. Kept here
+-- once per page (not in `outputs` or the history); a later parse without text removes it.
+CREATE TABLE IF NOT EXISTS page_text (
+    key VARCHAR PRIMARY KEY,
+    url VARCHAR,
+    text VARCHAR,
+    text_chars BIGINT,
+    markdown VARCHAR,
+    markdown_chars BIGINT,
+    parsed_at TIMESTAMP,
+    run_id VARCHAR
+);
+
 -- Each task's latest successful output per executor (the user's executors' too), as JSON with
 -- credentials removed; a later failure removes it, as it does from the status file. An output
 -- over the cap is NULL here with its size in `output_bytes`, and kept in the status file.
@@ -154,6 +168,10 @@ SPOOL_COLUMNS: dict[str, str] = {
     "content_type": "VARCHAR",
     "charset": "VARCHAR",
     "fetched_at": "TIMESTAMP",
+    "text": "VARCHAR",
+    "text_chars": "BIGINT",
+    "markdown": "VARCHAR",
+    "markdown_chars": "BIGINT",
     # step outputs (`kind` = 'o'); `ended_at` is the step's end
     "output": "JSON",
     "output_bytes": "BIGINT",
@@ -269,6 +287,37 @@ ON CONFLICT (key) DO UPDATE SET
     parsed_at = excluded.parsed_at,
     run_id = excluded.run_id
 WHERE excluded.parsed_at >= pages.parsed_at
+"""
+
+# The newest parse of a page decides its text: upserted when it has some ...
+_NEWEST_PARSE = """
+    SELECT * FROM spool
+    WHERE kind = 'p'
+    QUALIFY row_number() OVER (PARTITION BY key ORDER BY ended_at DESC, filename DESC, seq DESC) = 1
+"""
+UPSERT_PAGE_TEXT_SQL = f"""
+INSERT INTO page_text (key, url, text, text_chars, markdown, markdown_chars, parsed_at, run_id)
+SELECT key, url, text, text_chars, markdown, markdown_chars, ended_at, run_id
+FROM ({_NEWEST_PARSE})
+WHERE text IS NOT NULL OR markdown IS NOT NULL
+ON CONFLICT (key) DO UPDATE SET
+    url = excluded.url,
+    text = excluded.text,
+    text_chars = excluded.text_chars,
+    markdown = excluded.markdown,
+    markdown_chars = excluded.markdown_chars,
+    parsed_at = excluded.parsed_at,
+    run_id = excluded.run_id
+WHERE excluded.parsed_at >= page_text.parsed_at
+"""
+
+# ... and removed when it has none (text turned off, a page that became a download).
+DELETE_STALE_PAGE_TEXT_SQL = f"""
+DELETE FROM page_text
+USING ({_NEWEST_PARSE}) AS newest
+WHERE page_text.key = newest.key
+  AND newest.text IS NULL AND newest.markdown IS NULL
+  AND newest.ended_at > page_text.parsed_at
 """
 
 # The newest output of a task's step wins, in the batch and against the table.
