@@ -24,7 +24,8 @@ DESCRIPTION = (
     "task's latest successful output per executor, as JSON, or with --executor NAME that "
     "executor's outputs with a typed column per field; extracted: each task's fields taken "
     "by its selector set, as JSON, or with --selectors NAME that set's rows with a column "
-    "per field, typed as the set declares."
+    "per field, typed as the set declares; page_text: each page's readable text and Markdown "
+    "(when the page_text_max_chars setting keeps them)."
 )
 # A best-effort sync first (as `db summary` does), so the export has what runs spooled; it
 # waits little, and the read the rest of the usual wait.

@@ -81,8 +81,8 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     # A Redis URL through which per-host slots and delays hold across machines; None: the
     # Celery broker when the home's runs use Celery workers, else this machine only.
     shared_host_limits_url: str | None = None
-    # `pages` keeps each page's readable text up to this many characters (0: none), and its
-    # Markdown too when `page_markdown` (the `markdown` extra).
+    # `pages` keeps each page's readable text up to this many characters (0, the default: none),
+    # and its Markdown too when `page_markdown` (the `markdown` extra); docs/duckdb.md.
     page_text_max_chars: int = _SETTINGS.page_text_max_chars
     page_markdown: bool = _SETTINGS.page_markdown
 

@@ -203,3 +203,30 @@ def test_a_run_killed_mid_way_leaves_no_row_a_status_file_does_not_hold(
     # file is written); a file written just before the kill may lack its row until a rebuild.
     assert rows_in_duckdb <= held
     assert len(rows_in_duckdb) >= len(held) - 8
+
+
+def test_page_text_and_markdown_are_settings_of_a_dagster_run(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path, layout: DataLayout
+) -> None:
+    rows = [(f"t-{n}", site_thread.url(f"/products/{n}")) for n in range(3)]
+    added = run_command("scrapeflow", "tasks", "add", str(write_csv(tmp_path / "t.csv", rows)))
+    assert added.returncode == 0, added.stderr
+    settings = {"page_text_max_chars": 30, "page_markdown": True}
+    config = {"resources": {"scrape_settings": {"config": settings}}}
+
+    done = run_command(
+        "dagster", "asset", "materialize", "-m", "scrapeflow_dagster.definitions",
+        "--select", "scrape,validation,pages", "--partition-range", "t-0...t-2",
+        "--config-json", json.dumps(config),
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    exported = tmp_path / "text.jsonl"
+    assert run_command("scrapeflow", "export", "page_text", "-o", str(exported)).returncode == 0
+    texts = {row["key"]: row for row in map(json.loads, exported.read_text().splitlines())}
+    assert sorted(texts) == ["t-0", "t-1", "t-2"]
+    for n in range(3):
+        row = texts[f"t-{n}"]
+        assert row["text"] == f"Back to the list\n\n{product(n).name}"[:30]
+        assert row["markdown"] == "[Back to the list](/products/list/0)\n\n"[:30]
+        assert row["text_chars"] > 30 and row["markdown_chars"] > 30

@@ -1,4 +1,5 @@
-"""A parsed page's readable text, and its Markdown, as `pages` keeps them.
+"""A parsed page's readable text, and its Markdown, as `pages` keeps them when asked (settings
+`page_text_max_chars`, `page_markdown`: off by default, as they cost per page).
 
 The text is what a reader sees of the page's body: scripts, styles and hidden markup left out,
 blocks on lines of their own (html-text, Zyte's extractor, on lxml). The Markdown (headings,
