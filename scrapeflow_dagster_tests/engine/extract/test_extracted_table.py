@@ -4,6 +4,7 @@ task's set no longer applies or its step fails later, and the same after `db reb
 import json
 from pathlib import Path
 
+from scrapeflow_dagster.engine.executors.extract import extract
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.extract import install_selector_set
@@ -77,3 +78,26 @@ async def test_rows_follow_the_status_files_and_a_rebuild_agrees(
     assert [r[0] for r in query(layout.db_path, EVERYTHING)] == [f"p{n}" for n in range(5, 8)]
     rebuild_from_status_dir(layout.status_dir, layout.db_path)
     assert [r[0] for r in query(layout.db_path, EVERYTHING)] == [f"p{n}" for n in range(5, 8)]
+
+
+async def test_the_extract_executor_does_the_same_as_a_step_of_its_own(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    install_selector_set(layout.status_dir, _set(tmp_path, "/products/"))
+    keys = _add(layout, [f"x{n},{site.url(f'/products/{n}')},shop" for n in (2, 3)])
+    keys += _add(layout, [f"none,{site.url('/products/4')},"])
+
+    await run_chain(layout, [scrape, extract], keys, settings=SETTINGS)
+
+    rows = query(layout.db_path, "SELECT key, executor, fields FROM extracted ORDER BY key")
+    assert [(key, executor, json.loads(fields)) for key, executor, fields in rows] == [
+        (
+            f"x{n}",
+            "extract",
+            {"name": product(n).name, "price": product(n).price, "sku": product(n).sku},
+        )
+        for n in (2, 3)
+    ]
+    status = json.loads((layout.status_dir / "none.status.json").read_text())
+    assert status["extract"]["extracted"] is None  # a task without a set: succeeded, no row
