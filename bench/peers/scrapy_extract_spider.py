@@ -1,8 +1,8 @@
 """The Scrapy peer of the extraction benchmark (`bench.dagster.bench_extract`), run by the Scrapy
-venv's Python (it imports only Scrapy). Every URL of a file is fetched once (no link followed)
-and one item per product page is written to a JSON-lines feed, with the fields the benchmark's
-selector set takes, by the same CSS and XPath selectors. Settings as `scrapy_spider.py`'s:
-robots.txt obeyed, 8 requests in flight per host, no delay.
+venv's Python (it imports only Scrapy and `scrapy_spider`'s settings). Every URL of a file is
+fetched once (no link followed) and one item per product page is written to a JSON-lines
+feed, with the fields the benchmark's selector set takes, by the same CSS and XPath selectors.
+Settings as `scrapy_spider.py`'s: robots.txt obeyed, 8 requests in flight per host, no delay.
 
     python scrapy_extract_spider.py URLS.txt OUT.jsonl
 """
@@ -11,6 +11,9 @@ import sys
 
 import scrapy
 from scrapy.crawler import CrawlerProcess
+
+# Run as a script: its folder, where the list spider lives, is on sys.path.
+from scrapy_spider import SETTINGS
 
 
 def number(text: str | None) -> float | None:
@@ -47,16 +50,7 @@ class ProductSpider(scrapy.Spider):
 
 def main(argv: list[str]) -> int:
     path, out = argv
-    settings = {
-        "ROBOTSTXT_OBEY": True,
-        "CONCURRENT_REQUESTS": 16,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
-        "DOWNLOAD_DELAY": 0,
-        "LOG_LEVEL": "WARNING",
-        "TELNETCONSOLE_ENABLED": False,
-        "HTTPERROR_ALLOW_ALL": True,
-        "FEEDS": {out: {"format": "jsonlines"}},
-    }
+    settings = {**SETTINGS, "FEEDS": {out: {"format": "jsonlines"}}}
     process = CrawlerProcess(settings)
     process.crawl(ProductSpider, path=path)
     process.start()

@@ -50,16 +50,23 @@ class ListSpider(scrapy.Spider):
         yield {"url": response.url, "status": response.status, "size": len(response.body)}
 
 
+# Every Scrapy peer's settings (`scrapy_extract_spider.py` takes them too): robots.txt obeyed,
+# 8 requests in flight per host, no delay.
+SETTINGS = {
+    "ROBOTSTXT_OBEY": True,
+    "CONCURRENT_REQUESTS": 16,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+    "DOWNLOAD_DELAY": 0,
+    "LOG_LEVEL": "WARNING",
+    "TELNETCONSOLE_ENABLED": False,
+    "HTTPERROR_ALLOW_ALL": True,
+}
+
+
 def main(argv: list[str]) -> int:
     mode, *rest = argv
     settings = {
-        "ROBOTSTXT_OBEY": True,
-        "CONCURRENT_REQUESTS": 16,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
-        "DOWNLOAD_DELAY": 0,
-        "LOG_LEVEL": "WARNING",
-        "TELNETCONSOLE_ENABLED": False,
-        "HTTPERROR_ALLOW_ALL": True,
+        **SETTINGS,
         # Breadth-first, as Scrapy's docs set it.
         "DEPTH_PRIORITY": 1,
         "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",

@@ -2,6 +2,7 @@
 `read_outputs`, `read_extracted`), next to scrapeflow's `read_status`, and the SELECT behind
 each, which `scrapeflow export` copies to a file."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,11 +116,20 @@ def read_result(db_path: Path, name: str) -> "pd.DataFrame":
         LedgerLockedError: when a writer held the file for longer than the default wait.
     """
     sql = RESULTS[name]
+    return _frame(db_path, lambda _conn: sql)
+
+
+def _frame(db_path: Path, query: Callable[[duckdb.DuckDBPyConnection], str]) -> "pd.DataFrame":
+    """The frame of the SELECT `query` builds on a read-only connection to the ledger.
+
+    Raises:
+        FileNotFoundError, LedgerLockedError: as `read_result`.
+    """
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"no DuckDB file at {db_path} (add tasks or run `db sync`)")
     conn = connect_readonly(Path(db_path))
     try:
-        return conn.execute(sql).df()
+        return conn.execute(query(conn)).df()
     finally:
         conn.close()
 
@@ -160,13 +170,7 @@ def read_outputs(db_path: Path, executor: str | None = None) -> "pd.DataFrame":
     """
     if executor is None:
         return read_result(db_path, "outputs")
-    if not Path(db_path).is_file():
-        raise FileNotFoundError(f"no DuckDB file at {db_path} (add tasks or run `db sync`)")
-    conn = connect_readonly(Path(db_path))
-    try:
-        return conn.execute(executor_outputs_sql(conn, executor)).df()
-    finally:
-        conn.close()
+    return _frame(db_path, lambda conn: executor_outputs_sql(conn, executor))
 
 
 def read_extracted(
@@ -180,10 +184,4 @@ def read_extracted(
     """
     if selectors is None:
         return read_result(db_path, "extracted")
-    if not Path(db_path).is_file():
-        raise FileNotFoundError(f"no DuckDB file at {db_path} (add tasks or run `db sync`)")
-    conn = connect_readonly(Path(db_path))
-    try:
-        return conn.execute(extracted_sql(conn, selectors, declared)).df()
-    finally:
-        conn.close()
+    return _frame(db_path, lambda conn: extracted_sql(conn, selectors, declared))
