@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import duckdb
 import orjson
 
 from scrapeflow_dagster.defs.partition_events import LogMaterialization
@@ -62,32 +63,39 @@ class HeldBack:
 def table_metadata(
     db_path: Path, executors: Sequence[str], run_id: str
 ) -> dict[str, dict[str, Any]]:
-    """Each executor's row count and columns (see the module); {} when DuckDB has no file yet
-    or a writer holds it longer than `LOCK_TIMEOUT_SECONDS`."""
+    """Each executor's row count and columns (see the module); {} when DuckDB has no file yet,
+    a writer holds it longer than `LOCK_TIMEOUT_SECONDS`, or it cannot be read (metadata never
+    fails a run)."""
     if not db_path.is_file():
         return {}
     try:
         conn = connect_readonly(db_path, lock_timeout_seconds=LOCK_TIMEOUT_SECONDS)
-    except LedgerLockedError:
+    except (LedgerLockedError, duckdb.Error):
         return {}
     try:
-        found: dict[str, dict[str, Any]] = {}
-        for executor in executors:
-            row = conn.execute(
-                "SELECT count(*) FROM outputs WHERE executor = ?", [executor]
-            ).fetchone()
-            shape = conn.execute(
-                "SELECT json_group_structure(output) FROM outputs "
-                "WHERE executor = ? AND run_id = ?",
-                [executor, run_id],
-            ).fetchone()
-            found[executor] = {
-                ROW_COUNT: dg.MetadataValue.int(int(row[0]) if row else 0),
-                COLUMN_SCHEMA: dg.TableSchema(columns=_columns(shape[0] if shape else None)),
-            }
-        return found
+        return _read(conn, executors, run_id)
+    except duckdb.Error:  # a file from before `outputs`, never synced since
+        return {}
     finally:
         conn.close()
+
+
+def _read(
+    conn: duckdb.DuckDBPyConnection, executors: Sequence[str], run_id: str
+) -> dict[str, dict[str, Any]]:
+    """`table_metadata` on an open read-only connection."""
+    found: dict[str, dict[str, Any]] = {}
+    for executor in executors:
+        row = conn.execute("SELECT count(*) FROM outputs WHERE executor = ?", [executor]).fetchone()
+        shape = conn.execute(
+            "SELECT json_group_structure(output) FROM outputs WHERE executor = ? AND run_id = ?",
+            [executor, run_id],
+        ).fetchone()
+        found[executor] = {
+            ROW_COUNT: dg.MetadataValue.int(int(row[0]) if row else 0),
+            COLUMN_SCHEMA: dg.TableSchema(columns=_columns(shape[0] if shape else None)),
+        }
+    return found
 
 
 def _columns(structure: str | None) -> list[dg.TableColumn]:

@@ -63,3 +63,15 @@ def test_the_last_materialisation_of_each_asset_holds_its_row_count_and_columns(
         assert pages_columns["link_count"] == "UBIGINT"  # as DuckDB types a JSON count
         assert pages_columns["links"] == "VARCHAR[]"
         assert pages_columns["output.url"] == "VARCHAR"  # a field named like a fixed column
+
+
+def test_a_ledger_without_the_outputs_table_leaves_the_metadata_out(tmp_path: Path) -> None:
+    import duckdb
+
+    from scrapeflow_dagster.defs.table_metadata import table_metadata
+
+    db = tmp_path / "old.duckdb"
+    duckdb.connect(str(db)).close()  # a file from before `outputs`, never synced since
+
+    assert table_metadata(db, ["scrape"], "run") == {}
+    assert table_metadata(tmp_path / "none.duckdb", ["scrape"], "run") == {}
