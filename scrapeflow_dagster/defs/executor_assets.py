@@ -39,8 +39,14 @@ from scrapeflow_dagster.defs.resources import (
     ScrapeSettingsResource,
     StatusStoreResource,
 )
-from scrapeflow_dagster.defs.table_metadata import HeldBack, table_metadata
-from scrapeflow_dagster.engine.executor import Executor, executor_name
+from scrapeflow_dagster.defs.table_metadata import (
+    COLUMN_SCHEMA,
+    HeldBack,
+    output_schema,
+    table_metadata,
+)
+from scrapeflow_dagster.engine.executor import Executor, declared_output, executor_name
+from scrapeflow_dagster.engine.history.frames import transform_structure
 from scrapeflow_dagster.engine.run.step import StepReport
 
 GROUP_NAME = "scraping"
@@ -53,6 +59,7 @@ __all__ = [
     "chain_asset",
     "chain_description",
     "chain_specs",
+    "declared_schema",
     "executor_asset",
     "link_for",
     "run_and_log",
@@ -86,9 +93,18 @@ def chain_specs(links: Sequence[ChainLink]) -> list[dg.AssetSpec]:
             kinds={"python"},
             partitions_def=tasks_partitions_def,
             skippable=True,
+            metadata=declared_schema(link.executor),
         )
         for link in links
     ]
+
+
+def declared_schema(executor: Executor) -> dict[str, dg.TableSchema]:
+    """The asset's column schema when its executor declares its output (`declares_output`)."""
+    declared = declared_output(executor)
+    if declared is None:
+        return {}
+    return {COLUMN_SCHEMA: output_schema(transform_structure(declared))}
 
 
 def chain_description(links: Sequence[ChainLink]) -> str:

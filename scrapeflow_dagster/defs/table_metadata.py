@@ -4,9 +4,11 @@
 The metadata goes on the last materialisation an asset logs in a step: that event is held back
 until the step's tasks are done and the run's rows are in DuckDB, then logged with the table's
 row count (all of the executor's rows) and the columns of its outputs (the fixed columns and
-one per output field, typed as DuckDB finds them over this run's rows, as `scrapeflow export
-outputs --executor NAME` gives them). The UI's asset page shows the latest materialisation's
-schema and row count. No event is added: a step logs as many as before.
+one per output field: as the executor declares them (`declares_output`), else typed as DuckDB
+finds them over this run's rows; as `scrapeflow export outputs --executor NAME` gives them).
+A declared shape is also the asset's definition metadata, shown before any run. The UI's asset
+page shows the latest materialisation's schema and row count. No event is added: a step logs
+as many as before.
 """
 
 from collections.abc import Mapping, Sequence
@@ -19,6 +21,7 @@ import orjson
 
 from scrapeflow_dagster.defs.partition_events import LogMaterialization
 from scrapeflow_dagster.engine.history import LedgerLockedError, connect_readonly
+from scrapeflow_dagster.engine.history.frames import declared_structure
 
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
@@ -87,15 +90,25 @@ def _read(
     found: dict[str, dict[str, Any]] = {}
     for executor in executors:
         row = conn.execute("SELECT count(*) FROM outputs WHERE executor = ?", [executor]).fetchone()
-        shape = conn.execute(
-            "SELECT json_group_structure(output) FROM outputs WHERE executor = ? AND run_id = ?",
-            [executor, run_id],
-        ).fetchone()
+        structure = declared_structure(conn, executor)
+        if structure is None:
+            shape = conn.execute(
+                "SELECT json_group_structure(output) FROM outputs "
+                "WHERE executor = ? AND run_id = ?",
+                [executor, run_id],
+            ).fetchone()
+            structure = shape[0] if shape else None
         found[executor] = {
             ROW_COUNT: dg.MetadataValue.int(int(row[0]) if row else 0),
-            COLUMN_SCHEMA: dg.TableSchema(columns=_columns(shape[0] if shape else None)),
+            COLUMN_SCHEMA: output_schema(structure),
         }
     return found
+
+
+def output_schema(structure: str | None) -> dg.TableSchema:
+    """The schema of an executor's rows whose outputs have `structure` (a
+    `json_group_structure`, or a declared shape's `transform_structure`)."""
+    return dg.TableSchema(columns=_columns(structure))
 
 
 def _columns(structure: str | None) -> list[dg.TableColumn]:

@@ -29,6 +29,7 @@ from scrapeflow_dagster.defs.chain import (
 from scrapeflow_dagster.defs.executor_assets import (
     GROUP_NAME,
     chain_description,
+    declared_schema,
     link_for,
     run_and_log,
 )
@@ -215,6 +216,7 @@ def sharded_chain_asset(
             partitions_def=tasks_partitions_def,
             group_names_by_output_name=dict.fromkeys(names, GROUP_NAME),
             descriptions_by_output_name={link.name: link.description for link in links},
+            metadata_by_output_name={link.name: declared_schema(link.executor) for link in links},
             tags_by_output_name=dict.fromkeys(names, {"dagster/kind/python": ""}),
             backfill_policy=dg.BackfillPolicy.single_run(),
             check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=link.name) for link in links],

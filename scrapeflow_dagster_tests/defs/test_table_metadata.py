@@ -75,3 +75,28 @@ def test_a_ledger_without_the_outputs_table_leaves_the_metadata_out(tmp_path: Pa
 
     assert table_metadata(db, ["scrape"], "run") == {}
     assert table_metadata(tmp_path / "none.duckdb", ["scrape"], "run") == {}
+
+
+def test_a_declared_output_shape_is_the_assets_column_schema_before_any_run() -> None:
+    from scrapeflow_dagster.defs.executor_assets import executor_asset
+    from scrapeflow_dagster.defs.factory import executor_chain
+    from scrapeflow_dagster.engine.executors.scrape import scrape
+    from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
+    from scrapeflow_dagster_tests.engine.history.test_outputs_table import declared_count
+
+    for make in (executor_asset, sharded_executor_asset):
+        chain = executor_chain([make(scrape), make(declared_count, requires=["scrape"])])
+        specs = {spec.key.to_user_string(): spec for spec in chain.specs}
+        schema = specs["declared_count"].metadata["dagster/column_schema"]
+        assert [(c.name, c.type) for c in schema.columns] == [
+            ("key", "VARCHAR"),
+            ("url", "VARCHAR"),
+            ("ended_at", "TIMESTAMP"),
+            ("run_id", "VARCHAR"),
+            ("output_bytes", "BIGINT"),
+            ("words", "BIGINT"),
+            ("first", "VARCHAR"),
+            ("score", "DOUBLE"),
+            ("tags", "VARCHAR[]"),
+        ], make
+        assert "dagster/column_schema" not in specs["scrape"].metadata  # found at run time

@@ -34,22 +34,24 @@ OUTPUT_COLUMNS = ("key", "url", "ended_at", "run_id", "output_bytes")
 def executor_outputs_sql(conn: duckdb.DuckDBPyConnection, executor: str) -> str:
     """The SELECT of one executor's outputs with each output field as a typed column.
 
-    The types are the ones DuckDB finds over the executor's stored outputs
+    The columns are those the executor declares (`declares_output`, recorded by its runs in
+    `output_columns`), else the fields DuckDB finds over its stored outputs, typed as found
     (`json_group_structure`: a field that is a number in one row and text in another is
     JSON). A field named like one of `OUTPUT_COLUMNS` comes out as `output.<name>`. An
     executor whose outputs are not objects keeps them in one `output` JSON column.
     """
     literal = _sql_text(executor)
-    row = conn.execute(
-        f"SELECT json_group_structure(output) FROM outputs WHERE executor = {literal}"
-    ).fetchone()
-    structure = row[0] if row else None
+    structure = declared_structure(conn, executor)
+    if structure is None:
+        row = conn.execute(
+            f"SELECT json_group_structure(output) FROM outputs WHERE executor = {literal}"
+        ).fetchone()
+        structure = row[0] if row else None
     columns = ", ".join(OUTPUT_COLUMNS)
     order = f"FROM outputs WHERE executor = {literal} ORDER BY key"
     if not isinstance(structure, str) or not structure.startswith("{"):
         return f"SELECT {columns}, output {order}"
-    fields = conn.execute(f"SELECT json_keys({_sql_text(structure)})").fetchone()
-    names = list(fields[0]) if fields else []
+    names = list(orjson.loads(structure))
     if not names:
         return f"SELECT {columns} {order}"
     picked = ", ".join(
@@ -58,6 +60,26 @@ def executor_outputs_sql(conn: duckdb.DuckDBPyConnection, executor: str) -> str:
     typed = f"json_transform(output, {_sql_text(structure)}) AS typed"
     rows = f"SELECT *, {typed} FROM outputs WHERE executor = {literal}"
     return f"SELECT {columns}, {picked} FROM ({rows}) ORDER BY key"
+
+
+def declared_structure(conn: duckdb.DuckDBPyConnection, executor: str) -> str | None:
+    """The `json_transform` structure of the output shape `executor` declares, or None."""
+    try:
+        row = conn.execute(
+            "SELECT columns FROM output_columns WHERE executor = ?", [executor]
+        ).fetchone()
+    except duckdb.CatalogException:  # a ledger from before declarations
+        return None
+    if not row or not isinstance(row[0], str):
+        return None
+    return transform_structure(orjson.loads(row[0]))
+
+
+def transform_structure(declared: dict[str, str]) -> str:
+    """The `json_transform` structure of declared columns (field -> DuckDB type, `T[]` a list)."""
+    return orjson.dumps(
+        {name: [kind[:-2]] if kind.endswith("[]") else kind for name, kind in declared.items()}
+    ).decode()
 
 
 # The columns of a selector set's rows beside their fields (`extracted_sql`); a set's field
@@ -79,9 +101,7 @@ def extracted_sql(
     """
     literal = _sql_text(selectors)
     if declared is not None:
-        structure = orjson.dumps(
-            {name: [kind[:-2]] if kind.endswith("[]") else kind for name, kind in declared.items()}
-        ).decode()
+        structure = transform_structure(declared)
     else:
         row = conn.execute(
             f"SELECT json_group_structure(fields) FROM extracted WHERE selectors = {literal}"

@@ -25,11 +25,13 @@ import duckdb
 from scrapeflow_dagster.engine.history.open_markers import LedgerMarker
 from scrapeflow_dagster.engine.history.rows import (
     FrontierRow,
+    OutputColumnsRow,
     OutputRow,
     PageRow,
     StepRow,
     TaskRow,
     frontier_line,
+    output_columns_line,
     output_line,
     page_line,
     step_line,
@@ -125,6 +127,14 @@ class Ledger:
             OSError: when a due spool file cannot be written (the rows stay buffered).
         """
         self._append(output_line, row)
+
+    def record_output_columns(self, row: OutputColumnsRow) -> None:
+        """Buffer an executor's declared output shape for `output_columns`.
+
+        Raises:
+            OSError: when a due spool file cannot be written (the rows stay buffered).
+        """
+        self._append(output_columns_line, row)
 
     def record_page(self, row: PageRow) -> None:
         """Buffer a parsed page for the `pages` table; writes a spool file at `batch_rows`.

@@ -334,6 +334,29 @@ def output_line(row: OutputRow, seq: int, run_id: str | None) -> bytes:
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
 
 
+@dataclass(frozen=True, slots=True)
+class OutputColumnsRow:
+    """An executor's declared output shape (field -> DuckDB type, in order), as a run saw it."""
+
+    executor: str
+    columns: dict[str, str]
+    declared_at: datetime = field(default_factory=utc_now)
+
+
+def output_columns_line(row: OutputColumnsRow, seq: int, run_id: str | None) -> bytes:
+    """The spool line of an executor's declared output shape."""
+    line = {
+        "kind": "c",
+        "seq": seq,
+        "key": row.executor,
+        "executor": row.executor,
+        "output": row.columns,
+        "ended_at": parse_stamp(row.declared_at),
+        "run_id": run_id,
+    }
+    return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+
+
 def page_line(row: PageRow, seq: int, run_id: str | None) -> bytes:
     """The spool line of a parsed page (URLs redacted: a query may carry a token)."""
     line = {

@@ -55,6 +55,14 @@ CREATE TABLE IF NOT EXISTS pages (
     run_id VARCHAR
 );
 
+-- The output shape an executor declares (`declares_output`): field -> DuckDB type, in order;
+-- the newest declaration a run recorded wins. Exports type its outputs by it.
+CREATE TABLE IF NOT EXISTS output_columns (
+    executor VARCHAR PRIMARY KEY,
+    columns JSON,
+    declared_at TIMESTAMP
+);
+
 -- Each parsed page's readable text (and Markdown, when `page_markdown` is set), as the latest
 -- parse kept them: cut at `page_text_max_chars`, `*_chars` the length before the cut. Kept here
 -- once per page (not in `outputs` or the history); a later parse without text removes it.
@@ -287,6 +295,21 @@ ON CONFLICT (key) DO UPDATE SET
     parsed_at = excluded.parsed_at,
     run_id = excluded.run_id
 WHERE excluded.parsed_at >= pages.parsed_at
+"""
+
+# An executor's newest declared output shape (`kind` = 'c': `output` holds the columns).
+UPSERT_OUTPUT_COLUMNS_SQL = """
+INSERT INTO output_columns (executor, columns, declared_at)
+SELECT executor, output, ended_at
+FROM spool
+WHERE kind = 'c'
+QUALIFY row_number() OVER (
+    PARTITION BY executor ORDER BY ended_at DESC, filename DESC, seq DESC
+) = 1
+ON CONFLICT (executor) DO UPDATE SET
+    columns = excluded.columns,
+    declared_at = excluded.declared_at
+WHERE excluded.declared_at >= output_columns.declared_at
 """
 
 # The newest parse of a page decides its text: upserted when it has some ...

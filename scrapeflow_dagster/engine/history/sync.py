@@ -219,6 +219,7 @@ def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int
         conn.execute(sql.UPSERT_EXTRACTED_SQL)
         conn.execute(sql.DELETE_STALE_EXTRACTED_SQL)
         conn.execute(sql.UPSERT_PAGES_SQL)
+        conn.execute(sql.UPSERT_OUTPUT_COLUMNS_SQL)
         conn.execute(sql.UPSERT_PAGE_TEXT_SQL)
         conn.execute(sql.DELETE_STALE_PAGE_TEXT_SQL)
         conn.execute(sql.INSERT_FRONTIER_SQL)

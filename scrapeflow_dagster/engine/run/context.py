@@ -83,6 +83,43 @@ def is_reads_stored_only(executor: Callable[..., Any]) -> bool:
     return getattr(executor, READS_STORED_ONLY, False) is True
 
 
+# The attribute `declares_output` sets on an executor, and the column types it takes (DuckDB's).
+OUTPUT_COLUMNS = "scrapeflow_output_columns"
+COLUMN_TYPES = frozenset(
+    {"VARCHAR", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP", "JSON"}
+    | {f"{base}[]" for base in ("VARCHAR", "BIGINT", "DOUBLE", "BOOLEAN", "JSON")}
+)
+
+
+def declares_output(columns: Mapping[str, str]) -> Callable[[Executor], Executor]:
+    """Declare the shape of an executor's output: field -> DuckDB type (`COLUMN_TYPES`), in
+    order. Its rows in `outputs` then export with exactly these typed columns (a field the
+    outputs lack is NULL, one they hold beyond these stays in `output`), and its asset shows
+    them as its columns in the UI; without it, the types are found over the stored outputs.
+
+    Raises:
+        ValueError: naming the field whose type is not one of `COLUMN_TYPES`.
+    """
+    declared = dict(columns)
+    for field, kind in declared.items():
+        if kind not in COLUMN_TYPES:
+            raise ValueError(
+                f"output field {field!r}: type {kind!r} is not one of {sorted(COLUMN_TYPES)}"
+            )
+
+    def mark(executor: Executor) -> Executor:
+        setattr(executor, OUTPUT_COLUMNS, declared)
+        return executor
+
+    return mark
+
+
+def declared_output(executor: Callable[..., Any]) -> dict[str, str] | None:
+    """The output shape `declares_output` gave `executor`, or None."""
+    columns = getattr(executor, OUTPUT_COLUMNS, None)
+    return dict(columns) if isinstance(columns, dict) else None
+
+
 def executor_name(executor: Callable[..., Any]) -> str:
     """The name under which an executor's results are stored (its function name)."""
     return getattr(executor, "__name__", type(executor).__name__)

@@ -8,9 +8,9 @@ from typing import NamedTuple
 from yarl import URL
 
 from scrapeflow_dagster.engine.history import Ledger, OutputRow, PageRow, StepRow
-from scrapeflow_dagster.engine.history.rows import MAX_OUTPUT_BYTES
+from scrapeflow_dagster.engine.history.rows import MAX_OUTPUT_BYTES, OutputColumnsRow
 from scrapeflow_dagster.engine.proxies import ProxyProvider
-from scrapeflow_dagster.engine.run.context import Executor, executor_name
+from scrapeflow_dagster.engine.run.context import Executor, declared_output, executor_name
 from scrapeflow_dagster.engine.run.execute import execute_async
 from scrapeflow_dagster.engine.run.feed import Grow
 from scrapeflow_dagster.engine.run.results import StepResult
@@ -221,6 +221,10 @@ async def run_chain(
     # files still have them; `scrapeflow db rebuild` restores them).
     ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000)
     with ledger:
+        for executor in executors:
+            declared = declared_output(executor)
+            if declared is not None:
+                ledger.record_output_columns(OutputColumnsRow(executor_name(executor), declared))
 
         def on_step(result: StepResult) -> None:
             kept = reports[result.executor].add(result)

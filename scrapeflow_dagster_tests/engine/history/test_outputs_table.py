@@ -7,10 +7,14 @@ from typing import Any
 
 import pytest
 
-from scrapeflow_dagster.engine.executor import Context, taskify
+from scrapeflow_dagster.engine.executor import Context, declares_output, taskify
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.history import Ledger, rebuild_from_status_dir
-from scrapeflow_dagster.engine.history.frames import executor_outputs_sql, read_outputs
+from scrapeflow_dagster.engine.history.frames import (
+    OUTPUT_COLUMNS,
+    executor_outputs_sql,
+    read_outputs,
+)
 from scrapeflow_dagster.engine.history.rows import OutputRow
 from scrapeflow_dagster.engine.run.step import run_chain, run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
@@ -219,3 +223,33 @@ def test_an_output_json_cannot_hold_is_refused_naming_it(value: object) -> None:
 
     with pytest.raises(TypeError):
         OutputRow.of("k", "mine", {"v": value}, url=None, ended_at=datetime(2026, 1, 1))
+
+
+@declares_output({"words": "BIGINT", "first": "VARCHAR", "score": "DOUBLE", "tags": "VARCHAR[]"})
+@taskify
+async def declared_count(context: Context, key: str, status: dict[str, Any]) -> dict[str, Any]:
+    """`word_count` with its output's shape declared (and a field it never returns)."""
+    words = (Path(context.dir) / f"{key}.scrape").read_bytes().split()
+    return {"words": len(words), "first": words[0].decode(), "extra": True}
+
+
+async def test_a_declared_output_shape_types_the_export_with_exactly_its_columns(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    keys = await _add(layout, [f"d{n},{site.url(f'/page/{n}')}" for n in range(3)])
+
+    await run_chain(layout, [scrape, declared_count], keys, settings=SETTINGS)
+
+    frame = read_outputs(layout.db_path, "declared_count")
+    # The declared columns in order, typed as declared; `score` and `tags` were never
+    # returned (NULL), `extra` was not declared (in `output` only, not a column).
+    assert list(frame.columns) == [*OUTPUT_COLUMNS, "words", "first", "score", "tags"]
+    assert [str(t) for t in frame.dtypes[["words", "score"]]] == ["int64", "float64"]
+    assert frame["score"].isna().all() and frame["tags"].isna().all()
+    assert list(frame["first"]) == [_status(layout, k)["declared_count"]["first"] for k in keys]
+
+
+def test_declaring_a_type_duckdb_does_not_have_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="output field 'n': type 'INT' is not one of"):
+        declares_output({"n": "INT"})
