@@ -128,7 +128,15 @@ class SqliteBackend:
 
     def size_bytes(self) -> int:
         folder = self._index_path.parent
-        return sum(entry.stat().st_size for entry in folder.iterdir() if entry.is_file())
+        total = 0
+        for entry in folder.iterdir():
+            try:
+                total += entry.stat().st_size if entry.is_file() else 0
+            except FileNotFoundError:
+                # A journal SQLite removed between the listing and the stat (runs write beside
+                # a prune): it holds nothing the size is for.
+                continue
+        return total
 
     def reclaim(self, *, full: bool) -> None:
         if full:
