@@ -150,8 +150,10 @@ STAGE_IMPORTS = {
         "polite",
         "run",
         "gate",
+        "extract",
         "executors",
     },
+    "extract": {"state", "extract"},
     "gate": {
         "errors",
         "redact",

@@ -1,7 +1,7 @@
 """Extraction without code: named CSS/XPath fields (a selector set, `selectors`) taken from each
 parsed page (`fields`), kept per task (`store`: the sets of a data folder).
 
-May import: `engine.state`, `engine.tasks.urls`. Never Dagster.
+May import: `engine.state`. Never Dagster.
 """
 
 from scrapeflow_dagster.engine.extract.fields import Extraction, extract

@@ -29,6 +29,8 @@ from cssselect import SelectorError
 from lxml import etree
 from parsel import Selector
 
+from scrapeflow_dagster.engine.state.params import set_name_error
+
 SUFFIXES = (".yaml", ".yml", ".json")
 TYPES = ("string", "integer", "number", "boolean", "url")
 # What a DuckDB column of each declared type is (for typed exports).
@@ -41,8 +43,6 @@ DUCKDB_TYPES = {
 }
 _FIELD_KEYS = frozenset({"css", "xpath", "all", "attr", "type", "required"})
 _SET_KEYS = frozenset({"urls", "fields"})
-# A set's name is a file name and a task param: no path, no spaces.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 # Field names become DuckDB columns beside these.
 RESERVED_FIELDS = frozenset(
     {"key", "executor", "selectors", "url", "missing", "invalid", "ended_at", "run_id"}
@@ -88,16 +88,6 @@ class SelectorSet:
     def applies_to(self, url: str) -> bool:
         """Whether a page fetched as `url` (the task's URL) is extracted with this set."""
         return self.urls is None or re.search(self.urls, url) is not None
-
-
-def set_name_error(name: str) -> str | None:
-    """Why `name` cannot name a selector set, or None when it can."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        return (
-            f"selector set name {name!r} must be 1-100 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
-        )
-    return None
 
 
 def parse_selector_set(name: str, data: Any, *, source: str) -> SelectorSet:

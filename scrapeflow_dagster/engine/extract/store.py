@@ -14,9 +14,9 @@ from scrapeflow_dagster.engine.extract.selectors import (
     SelectorSet,
     SelectorSetError,
     read_selector_set,
-    set_name_error,
 )
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
+from scrapeflow_dagster.engine.state.params import set_name_error
 
 EXTRACT_PARAM = "extract"  # the task param naming its selector set
 FOLDER = ".extract"

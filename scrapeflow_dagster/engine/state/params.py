@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scrapeflow_dagster.engine.extract.selectors import set_name_error
 from scrapeflow_dagster.engine.state.schema import Params
 
 # Crawl params (see `crawl_settings`): set on a seed, copied to every task discovered from it.
@@ -25,6 +24,18 @@ PARENT = "parent"  # the key of the task whose page linked here
 CRAWL = "crawl"  # the seed's key: the crawl a task belongs to
 CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES, EXTRACT)
 SCOPES = ("host", "domain")
+# A selector set's name is a file name in the data folder and a task param: no path, no spaces.
+_SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def set_name_error(name: object) -> str | None:
+    """Why `name` cannot name a selector set (`engine.extract`), or None when it can."""
+    if not isinstance(name, str) or not _SET_NAME.match(name):
+        return (
+            f"selector set name {name!r} must be 1-100 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return None
 
 
 @dataclass(frozen=True)
