@@ -112,7 +112,8 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         retention: the home's `retention` block (`retention`); None: nothing is pruned.
         lean_writes: the `lean_writes` block (`lean_writes`; one table holds a run's log and
             the asset events, so `run_log_asset_events` does not apply); None: defaults
-            (`POSTGRES_LEAN_WRITES`: bodies compact, planned rows left to retention).
+            (`POSTGRES_LEAN_WRITES`: bodies compact, superseded planned rows deleted, every
+            planned row written before the run).
 
         Raises:
             DagsterInvalidConfigError: for `planned_rows_before_run` set (SQLite only).

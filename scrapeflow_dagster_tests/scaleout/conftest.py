@@ -2,6 +2,7 @@
 the bundled site, tasks stored and added as partitions, and Redis for Celery (a database of the
 machine's Redis, or a redis-server of the test's own that it may kill: `redis_server`)."""
 
+import os
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -24,8 +25,10 @@ for _category in (dg.BetaWarning, dg.PreviewWarning):  # the asset decorators' b
     warnings.filterwarnings("ignore", category=_category)
 
 # The Redis database the Celery tests own (flushed before each): other users of this Redis keep
-# to database 0.
-CELERY_REDIS_DB = 11
+# to database 0. Each pytest-xdist worker (`gw0`, `gw1`, ...) gets its own, so two Celery tests
+# running at once never share a queue.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+CELERY_REDIS_DB = 11 + int(_XDIST_WORKER.removeprefix("gw") or 0)
 
 
 @pytest.fixture
