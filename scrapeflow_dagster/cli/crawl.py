@@ -57,6 +57,13 @@ def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) 
         help="a selector set (.yaml/.json: named CSS/XPath fields) whose fields `pages` takes "
         "from each page; copied into the data folder, named after the file",
     )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        default=None,
+        help="run each page in a browser before `pages` reads it (pages built by scripts; "
+        "needs the browser extra and SCRAPEFLOW_RENDER=1)",
+    )
 
 
 def crawl_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,6 +78,7 @@ def crawl_options(args: argparse.Namespace) -> dict[str, Any]:
         "scope": args.scope,
         "allow": args.allow,
         "deny": args.deny,
+        "render": args.render,
     }
     given = {name: value for name, value in given.items() if value is not None}
     try:

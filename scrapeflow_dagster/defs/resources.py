@@ -27,6 +27,7 @@ from scrapeflow_dagster.engine.settings import (
     DEFAULT_TIMEOUT_SECONDS,
     MARKDOWN_EXTRA,
     PoliteSettings,
+    RenderSettings,
     RetryPolicy,
     ScrapeSettings,
 )
@@ -40,6 +41,7 @@ ProxyKind = Literal["none", "list", "dict", "proxyscrape", "webshare", "iproyal"
 _SETTINGS = ScrapeSettings()
 _POLICY = _SETTINGS.retry
 _POLITE = _SETTINGS.polite
+_RENDER = _SETTINGS.render
 
 
 class ScrapeSettingsResource(dg.ConfigurableResource):
@@ -85,6 +87,16 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     # and its Markdown too when `page_markdown` (the `markdown` extra); docs/duckdb.md.
     page_text_max_chars: int = _SETTINGS.page_text_max_chars
     page_markdown: bool = _SETTINGS.page_markdown
+    # The `render` step's browser (tasks marked `render: true`; the `browser` extra and
+    # SCRAPEFLOW_RENDER=1): the system's Chromium, what its pages may not request, how long a
+    # page may take to load and then to settle, and how many pages a browser context serves.
+    render_chromium_path: str = _RENDER.chromium_path
+    render_blocked_resources: list[str] = Field(
+        default_factory=lambda: list(_RENDER.blocked_resources)
+    )
+    render_timeout_seconds: float = _RENDER.timeout_seconds
+    render_settle_seconds: float = _RENDER.settle_seconds
+    render_pages_per_context: int = _RENDER.pages_per_context
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -123,6 +135,13 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             allowed_networks=_networks(self.address_guard_allow),
             page_text_max_chars=self.page_text_max_chars,
             page_markdown=self.page_markdown,
+            render=RenderSettings(
+                chromium_path=self.render_chromium_path,
+                blocked_resources=tuple(self.render_blocked_resources),
+                timeout_seconds=self.render_timeout_seconds,
+                settle_seconds=self.render_settle_seconds,
+                pages_per_context=self.render_pages_per_context,
+            ),
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,
                 max_proxy_attempts=self.max_proxy_attempts,

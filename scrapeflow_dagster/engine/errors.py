@@ -117,3 +117,17 @@ class ExtractionError(ScrapeError):
     gives the same page, so it is not retried (fix the set, then run the step again)."""
 
     kind = ErrorKind.PERMANENT
+
+
+class RenderError(ScrapeError):
+    """A page marked `render: true` could not be rendered: no browser here (the `browser`
+    extra, or the Chromium it drives, is missing), or the page's document did not load in
+    time (`TransientRenderError`)."""
+
+    kind = ErrorKind.PERMANENT
+
+
+class TransientRenderError(RenderError):
+    """The rendered document's load event did not come in time, or the browser crashed."""
+
+    kind = ErrorKind.TRANSIENT

@@ -30,6 +30,33 @@ DEFAULT_MAX_PER_HOST = 8  # requests in flight per host:port, across runs (Scrap
 DEFAULT_PER_HOST_DELAY_SECONDS = 0.0  # between request starts at one host, across runs
 # What installs the Markdown converter `page_markdown` needs.
 MARKDOWN_EXTRA = "pip install 'scrapeflow-dagster[markdown]'"
+# What installs the browser driver a task marked `render: true` needs (Playwright; the browser
+# is the system's Chromium, never downloaded).
+BROWSER_EXTRA = "pip install 'scrapeflow-dagster[browser]'"
+DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSettings:
+    """How the `render` step renders a page in a browser (`engine.render`)."""
+
+    chromium_path: str = DEFAULT_CHROMIUM_PATH  # the system's Chromium (Debian's package)
+    # Playwright's resource types the page's requests are refused for, never fetched.
+    blocked_resources: tuple[str, ...] = ("image", "font", "media")
+    timeout_seconds: float = 30.0  # the document's load event, at most (then a transient error)
+    # Then at most this long for the network to go quiet (no request for 500 ms); a page that
+    # never settles is kept as it is then, marked `settled: false`.
+    settle_seconds: float = 3.0
+    # A browser context (cookies, cache, the renderer's memory) serves this many pages, then a
+    # fresh one takes over: what keeps a long run's memory flat.
+    pages_per_context: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_seconds", "pages_per_context"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"render {name} must be positive, got {getattr(self, name)}")
+        if self.settle_seconds < 0:
+            raise ValueError(f"render settle_seconds must be >= 0, got {self.settle_seconds}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +131,5 @@ class ScrapeSettings:
     page_text_max_chars: int = 0
     # ... and its Markdown too (the `markdown` extra; 7 ms and 19.8 KB more per 20 KB page).
     page_markdown: bool = False
+    # The `render` step's browser (tasks marked `render: true`; the `browser` extra).
+    render: RenderSettings = field(default_factory=RenderSettings)

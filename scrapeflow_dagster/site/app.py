@@ -45,6 +45,10 @@ Routes (and the module that serves them, in the subpackages `content`, `crawling
     `/products/list/{k}`, `/products/{n}` (`content.products`): a shop of `pages` products with
         data to extract (`product(n)` is what page n shows; every seventh is sold out, without
         a price).
+    `/app/` (`content.scripted`): pages built by JavaScript (a shell whose script fetches its
+        content and links from `/app/api/`): an index of `SCRIPTED_ITEMS` items, each item
+        linking to the next; `/app/slow`, `/app/never-settles` (polls for ever) and
+        `/app/internal?target=URL` (its script requests URL), for renderers.
     `/widget-captcha?widget=recaptcha` (`content.bot_checks`): a normal contact page that loads a
         captcha widget's script and has its div: `recaptcha` (the default, `g-recaptcha`),
         `hcaptcha` (`h-captcha`) or `turnstile` (`cf-turnstile`); a validator must let it through.
@@ -104,6 +108,7 @@ from scrapeflow_dagster.site.client.traffic import Traffic
 from scrapeflow_dagster.site.content import bot_checks, charsets
 from scrapeflow_dagster.site.content.pages import LINKS_PER_PAGE, Pages, page_links
 from scrapeflow_dagster.site.content.products import Products
+from scrapeflow_dagster.site.content.scripted import Scripted
 from scrapeflow_dagster.site.crawling import docs, sitemaps
 from scrapeflow_dagster.site.crawling.graph import DEFAULT_GRAPH_SIZE, Graph
 from scrapeflow_dagster.site.crawling.spelled import Spelled
@@ -245,6 +250,7 @@ def build_site(
             web.post("/control/lastmod", sitemaps.lastmod_control),
             *hostile.routes(),
             *Products(pages, seed).routes(),
+            *Scripted().routes(),
             *(doors.routes() if doors else []),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),

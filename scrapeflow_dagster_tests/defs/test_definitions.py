@@ -138,6 +138,7 @@ STAGE_IMPORTS = {
         "history",
         "polite",
         "gate",
+        "render",
         "run",
     },
     "executors": {
@@ -151,9 +152,11 @@ STAGE_IMPORTS = {
         "run",
         "gate",
         "extract",
+        "render",
         "executors",
     },
     "extract": {"state", "extract"},
+    "render": {"errors", "redact", "settings", "state", "run", "gate", "render"},
     "gate": {
         "errors",
         "redact",

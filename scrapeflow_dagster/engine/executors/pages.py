@@ -7,6 +7,7 @@ detection (`charset-normalizer`). Labels are read as the WHATWG Encoding Standar
 """
 
 import codecs
+import os
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -14,6 +15,7 @@ from typing import NamedTuple
 from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
 from scrapeflow_dagster.engine.executors.page_text import page_text_fields
 from scrapeflow_dagster.engine.executors.stored_body import read_body
@@ -23,7 +25,8 @@ from scrapeflow_dagster.engine.run.context import (
     reads_stored_only,
     taskify,
 )
-from scrapeflow_dagster.engine.state.schema import StatusData, fields_of
+from scrapeflow_dagster.engine.state.params import render_requested
+from scrapeflow_dagster.engine.state.schema import StatusData, fields_of, is_success
 from scrapeflow_dagster.engine.tasks.urls import document_base, resolve_link
 
 TEXT_START_CHARS = 200
@@ -227,6 +230,41 @@ def parse_page(page: DecodedPage, base_url: str) -> ParsedPage:
     return ParsedPage(output, page.text, base)
 
 
+def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, str, str] | None:
+    """The rendered DOM of a task `render` rendered (its bytes, final URL and type), or None
+    for a task not marked `render`.
+
+    Raises:
+        RenderError: the task is marked `render: true` and no render of it is stored: naming
+            the `browser` extra when it is missing, else the `render` step.
+    """
+    try:
+        wanted = render_requested(status["params"])
+    except ValueError as exc:
+        raise RenderError(str(exc)) from None
+    if not wanted:
+        return None
+    output = status.get("render")
+    if not is_success(status, "render") or not isinstance(output, dict):
+        from scrapeflow_dagster.engine.render.browser import browser_missing
+
+        raise RenderError(
+            browser_missing()
+            or "the task is marked render: true, and no render step ran before pages (the"
+            " shipped chain has one with SCRAPEFLOW_RENDER=1)"
+        )
+    if not output.get("rendered"):
+        return None  # not a page (a download): its body is what there is
+    path = os.path.join(context.dir, f"{key}.render")
+    try:
+        with open(path, "rb") as file:
+            dom = file.read()
+    except FileNotFoundError:
+        raise RenderError(f"the rendered page of task {key!r} is gone: run render again") from None
+    final_url = output.get("final_url") or status["params"]["url"]
+    return dom, final_url, "text/html; charset=utf-8"
+
+
 @reads_stored_only
 @taskify
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
@@ -237,7 +275,12 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
     scraped = status.get("scrape") or {}
     base_url = scraped.get("final_url") or status["params"]["url"]
     content_type = content_type_of(scraped.get("response_headers"))
-    body = read_body(context, key)
+    rendered = _rendered(context, key, status)
+    if rendered is not None:
+        # The page as the browser left it: its DOM, at the URL it ended at.
+        body, base_url, content_type = rendered
+    else:
+        body = read_body(context, key)
     if is_html(content_type):
         page = parse_page(decode_html(body, content_type=content_type), base_url)
         parsed = page.output
@@ -251,6 +294,8 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         # links and no `pages` row; its type and size are kept (and its step row's size).
         parsed = {"file": True, "size": len(body), "links": []}
     # What the `pages` table holds beside the parse, from the fetch it parsed.
+    if rendered is not None:
+        parsed["rendered"] = True
     return {
         **parsed,
         "url": status["params"]["url"],

@@ -7,6 +7,7 @@ tasks finish), `results` and `step` (a run's report).
 
 May import: `engine.errors`, `engine.redact`, `engine.settings`, `engine.state`,
 `engine.tasks.keys`, `engine.proxies` (the provider type), `engine.history` (rows of a run),
-`engine.polite`, `engine.gate` (the sessions a run's requests go out through).
+`engine.polite`, `engine.gate` (the sessions a run's requests go out through), `engine.render`
+(the run's browser, started by its first page to render).
 Never Dagster.
 """

@@ -11,6 +11,7 @@ import aiohttp
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.render.browser import RunBrowser
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.schema import Params, StatusData
@@ -44,6 +45,8 @@ class Context(NamedTuple):
     polite: Politeness | None = None
     # Keeps a public task's requests out of internal networks (None: no guard).
     guard: AddressGuard | None = None
+    # The run's browser, for tasks marked `render: true` (started by the first; None: none).
+    browser: RunBrowser | None = None
 
 
 ExecutorOutput = dict[str, Any]

@@ -20,6 +20,7 @@ from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
 from scrapeflow_dagster.engine.proxies import ProxyProvider
+from scrapeflow_dagster.engine.render.browser import RunBrowser
 from scrapeflow_dagster.engine.run.context import (
     Context,
     Executor,
@@ -161,6 +162,8 @@ async def execute_async(
             user_agent=settings.user_agent,
             wait_guard=deadlines.paused,
         )
+        # Started by the run's first page marked `render: true`, if any; closed below.
+        browser = RunBrowser(settings.render, user_agent=settings.user_agent)
         context = Context(
             dir=directory,
             session=live_session,
@@ -171,6 +174,7 @@ async def execute_async(
             settings=settings,
             polite=polite,
             guard=guard,
+            browser=browser,
         )
         locks = TaskLocks(directory)
         runner = Runner(
@@ -207,5 +211,6 @@ async def execute_async(
         finally:
             deadlines.close()
             locks.close()
+            await browser.aclose()
             await polite.aclose()
     return succeeded

@@ -18,11 +18,12 @@ ALLOW = "allow"  # URL regexes: when given, a link must match one of them
 DENY = "deny"  # URL regexes: a link matching one of them is never followed
 MAX_PAGES = "max_pages"  # tasks the whole crawl may hold, the seed included
 EXTRACT = "extract"  # the selector set whose fields `pages` takes (`engine.extract`)
+RENDER = "render"  # true: the `render` step runs the page in a browser first (`engine.render`)
 # Set on discovered tasks only.
 DEPTH = "depth"  # hops from the seed
 PARENT = "parent"  # the key of the task whose page linked here
 CRAWL = "crawl"  # the seed's key: the crawl a task belongs to
-CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES, EXTRACT)
+CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES, EXTRACT, RENDER)
 SCOPES = ("host", "domain")
 # A selector set's name is a file name in the data folder and a task param: no path, no spaces.
 _SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -48,6 +49,7 @@ class CrawlSettings:
     deny: tuple[str, ...] = ()
     max_pages: int | None = None
     extract: str | None = None
+    render: bool = False
     depth: int = 0
     parent: str | None = None
     crawl: str | None = None
@@ -58,6 +60,8 @@ class CrawlSettings:
         for name, value in ((ALLOW, self.allow), (DENY, self.deny)):
             if value:
                 params[name] = list(value)
+        if self.render:
+            params[RENDER] = True
         for name, other in (
             (MAX_PAGES, self.max_pages),
             (EXTRACT, self.extract),
@@ -100,6 +104,25 @@ def _patterns(params: Mapping[str, Any], name: str) -> tuple[str, ...]:
     return tuple(patterns)
 
 
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no", "")
+
+
+def render_requested(params: Mapping[str, Any]) -> bool:
+    """Whether a task's params mark its page for rendering in a browser (`render`: true or
+    false; a CSV cell's `true`/`false`, `1`/`0`, `yes`/`no` too).
+
+    Raises:
+        ValueError: naming the param when it holds anything else.
+    """
+    value = params.get(RENDER)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{RENDER} must be true or false, got {value!r}")
+
+
 def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
     """The crawl settings among `params`, validated (CSV cells as text are converted).
 
@@ -126,6 +149,7 @@ def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
         deny=_patterns(params, DENY),
         max_pages=_count(params, MAX_PAGES, minimum=1),
         extract=extract,
+        render=render_requested(params),
         depth=_count(params, DEPTH, minimum=0) or 0,
         parent=parent or None,
         crawl=crawl or None,

@@ -1,0 +1,13 @@
+"""Rendering: a page's document run in a browser, so that what its scripts build (text, links)
+is there for `pages` and extraction. The browser is one more way out, not an exception: it
+reaches nothing by itself, and every request it makes goes through the gate.
+
+Modules:
+    browser: the run's Chromium (Playwright, the `browser` extra), launched unable to reach
+        the network by itself, its contexts recycled every N pages.
+    routing: each request the browser makes, answered through `gate.fetch` (address guard,
+        robots.txt, host slots, redirects, body cap, proxy) or refused.
+    document: one task's stored document rendered: its DOM once loaded and settled.
+
+May import: errors, redact, settings, state, run (the context), gate, render. Never Dagster.
+"""

@@ -1,0 +1,172 @@
+"""The browser of a run: one Chromium per run, started when the run's first page needs it and
+closed with the run, driven by Playwright (the `browser` extra) from the run's event loop.
+
+Chromium is launched unable to reach anything by itself: every request a page makes is
+intercepted and answered through the gate (`routing`), and, should one escape interception (a
+preconnect, a prefetch, a feature Playwright does not route), it goes to a proxy that does not
+exist (`127.0.0.1:9`, loopback included) with no name resolution at all, so it fails instead
+of going out. Service workers are blocked (their requests would not be routed) and WebSockets
+are answered by nobody.
+
+Memory stays flat by recycling: a browser context (its cookies, cache and renderer processes)
+serves `pages_per_context` pages and is then replaced, closed once its last page is done; a
+browser that crashed is started again for the next page.
+"""
+
+import asyncio
+import contextlib
+import importlib.util
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from scrapeflow_dagster.engine.errors import RenderError
+from scrapeflow_dagster.engine.settings import BROWSER_EXTRA, RenderSettings
+
+logger = logging.getLogger(__name__)
+
+# A request that escaped interception goes here, and fails: nothing listens on the discard port.
+_NOWHERE_PROXY = "http://127.0.0.1:9"
+CHROMIUM_ARGS = (
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # no name resolves: nothing direct goes out
+    "--dns-prefetch-disable",
+    "--disable-background-networking",  # no update checks, no safe-browsing fetches
+    "--disable-component-update",
+    "--disable-domain-reliability",
+    "--no-pings",
+    "--disable-dev-shm-usage",  # containers' /dev/shm is small
+)
+
+
+def browser_missing() -> str | None:
+    """Why no page can be rendered here (the `browser` extra missing), or None."""
+    if importlib.util.find_spec("playwright") is None:
+        return f"rendering a page needs the browser extra: {BROWSER_EXTRA}"
+    return None
+
+
+class _Pool:
+    """One browser context and how many of its pages are out or were served."""
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.served = 0
+        self.open = 0
+
+
+class RunBrowser:
+    """The run's browser (see the module); `page()` hands out pages, `aclose()` ends it all.
+
+    Nothing starts before the first `page()`: a run without a page to render costs nothing.
+    """
+
+    def __init__(self, settings: RenderSettings, *, user_agent: str) -> None:
+        self.settings = settings
+        self.user_agent = user_agent
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._pool: _Pool | None = None
+        self._retiring: list[_Pool] = []
+        self._lock = asyncio.Lock()
+        self.contexts_started = 0
+        self.browsers_started = 0
+
+    async def _ensure_browser(self) -> None:
+        if self._browser is not None and self._browser.is_connected():
+            return
+        missing = browser_missing()
+        if missing is not None:
+            raise RenderError(missing)
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import async_playwright
+
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        if self._browser is not None:
+            logger.warning("the render browser was lost (crash?): starting a new one")
+            self._pool = None
+        try:
+            self._browser = await self._playwright.chromium.launch(
+                executable_path=self.settings.chromium_path,
+                args=list(CHROMIUM_ARGS),
+                proxy={"server": _NOWHERE_PROXY, "bypass": "<-loopback>"},
+            )
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise RenderError(
+                f"the browser at {self.settings.chromium_path} did not start ({first}); on"
+                " Debian: apt-get install chromium"
+            ) from None
+        self.browsers_started += 1
+
+    async def _current(self) -> _Pool:
+        async with self._lock:
+            await self._ensure_browser()
+            if self._pool is not None and self._pool.served >= self.settings.pages_per_context:
+                self._retire(self._pool)
+                self._pool = None
+            if self._pool is None:
+                context = await self._browser.new_context(
+                    user_agent=self.user_agent,
+                    service_workers="block",
+                    accept_downloads=False,
+                )
+                # WebSockets: routed to a handler that never connects them anywhere.
+                await context.route_web_socket("**/*", _refuse_web_socket)
+                self._pool = _Pool(context)
+                self.contexts_started += 1
+            self._pool.served += 1
+            self._pool.open += 1
+            return self._pool
+
+    def _retire(self, pool: _Pool) -> None:
+        self._retiring.append(pool)
+
+    async def _release(self, pool: _Pool) -> None:
+        pool.open -= 1
+        if pool.open == 0 and pool in self._retiring:
+            self._retiring.remove(pool)
+            with contextlib.suppress(Exception):  # a crashed browser took it with it
+                await pool.context.close()
+
+    @contextlib.asynccontextmanager
+    async def page(self) -> AsyncIterator[Any]:
+        """A new page (Playwright's `Page`) in the current context, closed after.
+
+        Raises:
+            RenderError: no browser here (names the extra, or the Chromium that did not start).
+        """
+        pool = await self._current()
+        try:
+            page = await pool.context.new_page()
+        except Exception:
+            await self._release(pool)
+            raise
+        try:
+            yield page
+        finally:
+            with contextlib.suppress(Exception):  # closed with a crashed browser already
+                await page.close()
+            await self._release(pool)
+
+    async def aclose(self) -> None:
+        """Close every context, the browser and Playwright's driver (idempotent)."""
+        pools = [*self._retiring, *([self._pool] if self._pool else [])]
+        self._retiring, self._pool = [], None
+        for pool in pools:
+            with contextlib.suppress(Exception):
+                await pool.context.close()
+        if self._browser is not None:
+            with contextlib.suppress(Exception):
+                await self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            with contextlib.suppress(Exception):
+                await self._playwright.stop()
+            self._playwright = None
+
+
+async def _refuse_web_socket(web_socket: Any) -> None:
+    """A page's WebSocket: never connected to a server (not through the gate), closed."""
+    with contextlib.suppress(Exception):
+        await web_socket.close(code=1008, reason="scrapeflow renders without WebSockets")

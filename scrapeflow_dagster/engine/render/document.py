@@ -1,0 +1,83 @@
+"""One task's stored document rendered: loaded in the run's browser from the body `scrape`
+stored, its requests through the gate (`routing`), then given time to settle; its DOM is what
+`pages` and extraction read for the task."""
+
+import time
+from typing import NamedTuple
+
+from scrapeflow_dagster.engine.errors import TransientRenderError
+from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.render.routing import Document, GateRouter, RequestLog
+from scrapeflow_dagster.engine.run.context import Context
+
+# "Settled": no request for this long (Playwright's `networkidle`).
+QUIET_MS = 500
+
+
+class Rendered(NamedTuple):
+    """A rendered page: its DOM serialised, the URL it ended at, whether the network settled
+    within the settings' time, its requests, and how long it took."""
+
+    html: str
+    final_url: str
+    settled: bool
+    requests: RequestLog
+    seconds: float
+
+
+async def render_document(
+    context: Context, browser: RunBrowser, document: Document, *, trust: str
+) -> Rendered:
+    """Render `document` in `browser`, every request it makes through the gate as a request of
+    `trust` (`PUBLIC` or `INTRANET`, the page's own).
+
+    Raises:
+        RenderError: no browser here.
+        TransientRenderError: the document's load event did not come within the settings'
+            `timeout_seconds`, or the browser failed meanwhile.
+    """
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    settings = context.settings.render
+    started = time.monotonic()
+    async with browser.page() as page:
+        router = GateRouter(
+            context,
+            document,
+            trust=trust,
+            blocked_types=frozenset(settings.blocked_resources),
+            main_frame=page.main_frame,
+        )
+        await page.route("**/*", router.handle)
+        try:
+            await page.goto(
+                document.url, wait_until="load", timeout=settings.timeout_seconds * 1000
+            )
+        except PlaywrightTimeout:
+            raise TransientRenderError(
+                f"the page did not load within {settings.timeout_seconds:g} s in the browser"
+            ) from None
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise TransientRenderError(f"the browser could not load the page: {first}") from None
+        settled = await _settle(page, settings.settle_seconds)
+        try:
+            html = await page.content()
+        except PlaywrightError as exc:
+            raise TransientRenderError(f"the rendered page could not be read: {exc}") from None
+        final_url = page.url
+    return Rendered(html, final_url, settled, router.log, time.monotonic() - started)
+
+
+async def _settle(page: object, seconds: float) -> bool:
+    """Wait up to `seconds` for the page's network to go quiet; whether it did."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    if seconds <= 0:
+        return False
+    try:
+        await page.wait_for_load_state("networkidle", timeout=seconds * 1000)  # type: ignore[attr-defined]
+    except PlaywrightTimeout:
+        return False
+    return True

@@ -1,0 +1,130 @@
+"""Every request a rendered page makes, answered through the gate or refused.
+
+The page's own document is answered from the body `scrape` stored (nothing is fetched again).
+Any other request (a script, a stylesheet, an XHR or fetch, a frame) is fetched with
+`gate.fetch`, as a task of the page's trust: a public page's scripts are public, so the address
+guard keeps them out of internal networks (the browser's own SSRF door), robots.txt applies to
+each URL, each request waits for its host's slot and delay like a plain request, redirects are
+followed and checked hop by hop and the body is capped. Requests of the resource types the
+settings block (images, fonts, media by default) are refused unfetched, as are methods other
+than GET and HEAD and navigations of the page away from its document.
+"""
+
+import contextlib
+from typing import Any, NamedTuple
+
+from scrapeflow_dagster.engine.errors import HttpStatusError, ScrapeError
+from scrapeflow_dagster.engine.gate.fetch import fetch
+from scrapeflow_dagster.engine.redact import redact
+from scrapeflow_dagster.engine.run.context import Context
+from scrapeflow_dagster.engine.state.trust import TRUST
+
+# Request headers a page's request carries through the gate (the gate sends its own
+# User-Agent; hop-by-hop and length headers are the gate's client's business).
+FORWARDED_REQUEST_HEADERS = ("accept", "accept-language", "referer", "cookie", "origin")
+# Answer headers not passed back to the browser: the gate hands over the decoded body.
+_DROPPED_ANSWER_HEADERS = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
+)
+# Refused requests listed per page (the count goes on past it).
+REFUSALS_KEPT = 20
+
+
+class Document(NamedTuple):
+    """The page's own document: its URL and what `scrape` stored for it."""
+
+    url: str
+    body: bytes
+    content_type: str
+
+
+class RequestLog:
+    """What one page's requests came to: fetched, blocked by type, refused (and why)."""
+
+    def __init__(self) -> None:
+        self.fetched = 0
+        self.blocked = 0
+        self.refused = 0
+        self.refusals: list[dict[str, str]] = []
+
+    def refuse(self, url: str, why: str) -> None:
+        self.refused += 1
+        if len(self.refusals) < REFUSALS_KEPT:
+            self.refusals.append({"url": redact(url), "error": redact(why)})
+
+
+class GateRouter:
+    """The route handler of one page (`page.route("**/*", router.handle)`)."""
+
+    def __init__(
+        self,
+        context: Context,
+        document: Document,
+        *,
+        trust: str,
+        blocked_types: frozenset[str],
+        main_frame: Any,
+    ) -> None:
+        self.context = context
+        self.document = document
+        self.trust = trust
+        self.blocked_types = blocked_types
+        self.main_frame = main_frame
+        self.log = RequestLog()
+        self._document_served = False
+
+    async def handle(self, route: Any) -> None:
+        """Answer one request (Playwright's `Route`) through the gate, or refuse it."""
+        request = route.request
+        url = request.url
+        if request.is_navigation_request() and request.frame == self.main_frame:
+            if not self._document_served and url == self.document.url:
+                self._document_served = True
+                headers = {"content-type": self.document.content_type}
+                await _settle(route.fulfill(status=200, headers=headers, body=self.document.body))
+            else:
+                # The page leaving its document (a script's location change, a meta refresh):
+                # the rendered page is the task's own.
+                self.log.refuse(url, "navigation away from the rendered document")
+                await _settle(route.abort("blockedbyclient"))
+            return
+        if request.resource_type in self.blocked_types:
+            self.log.blocked += 1
+            await _settle(route.abort("blockedbyclient"))
+            return
+        if request.method not in ("GET", "HEAD"):
+            self.log.refuse(url, f"{request.method} requests are not sent from rendered pages")
+            await _settle(route.abort("blockedbyclient"))
+            return
+        params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers)}
+        try:
+            fetched = await fetch(self.context, params)
+        except HttpStatusError as exc:
+            # An answer all the same: the page's scripts see its status.
+            self.log.fetched += 1
+            await _settle(route.fulfill(status=exc.status, body=b""))
+            return
+        except ScrapeError as exc:
+            self.log.refuse(url, str(exc))
+            await _settle(route.abort("blockedbyclient"))
+            return
+        self.log.fetched += 1
+        headers = {
+            name: value
+            for name, value in fetched.headers.items()
+            if name.lower() not in _DROPPED_ANSWER_HEADERS
+        }
+        await _settle(route.fulfill(status=fetched.status, headers=headers, body=fetched.body))
+
+
+def _forwarded(headers: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in headers.items() if name in FORWARDED_REQUEST_HEADERS}
+
+
+async def _settle(action: Any) -> None:
+    """Run a route's answer; a page closed meanwhile (its render timed out) makes it fail, which
+    changes nothing."""
+    from playwright.async_api import Error as PlaywrightError
+
+    with contextlib.suppress(PlaywrightError):
+        await action

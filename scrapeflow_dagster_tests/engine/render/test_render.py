@@ -1,0 +1,136 @@
+"""Pages built by scripts, rendered through the gate: the bundled site's `/app/` through the
+engine's chain (`scrape`, `render`, `pages`) with the real Chromium."""
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import pytest
+
+from scrapeflow_dagster.engine.executors.pages import pages
+from scrapeflow_dagster.engine.executors.render import render
+from scrapeflow_dagster.engine.executors.scrape import scrape
+from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.run.execute import execute_async
+from scrapeflow_dagster.engine.settings import RenderSettings, ScrapeSettings
+from scrapeflow_dagster.engine.state.files import load_status
+from scrapeflow_dagster.site.content.scripted import SCRIPTED_ITEMS, item_name
+from scrapeflow_dagster.site.server import LocalSite
+from scrapeflow_dagster_tests.support.netns import PublicHost, public_host  # noqa: F401
+
+CHAIN = [scrape, render, pages]
+
+
+async def _requests(site: LocalSite) -> dict[str, int]:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(site.url("/control/requests")) as answer:
+            paths: dict[str, int] = (await answer.json())["paths"]
+    return paths
+
+
+def _status(directory: Path, key: str) -> dict[str, Any]:
+    status = load_status(directory, key)
+    assert status is not None
+    return status
+
+
+async def test_a_script_built_page_is_rendered_and_its_links_are_the_scripts(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    tasks = {
+        "shop": {"url": site.url("/app/"), "render": True},
+        "item": {"url": site.url("/app/item/3"), "render": True},
+        "plain": {"url": site.url("/app/item/4")},  # not marked: the shell as served
+    }
+    done = await execute_async(CHAIN, tmp_path, tasks, settings=ScrapeSettings())
+    assert sorted(done) == ["item", "plain", "shop"]
+
+    shop = _status(tmp_path, "shop")
+    assert shop["render"]["rendered"] is True and shop["render"]["settled"] is True
+    assert shop["pages"]["rendered"] is True
+    assert shop["pages"]["links"] == [site.url(f"/app/item/{i}") for i in range(SCRIPTED_ITEMS)]
+    # app.js and items.json through the gate; the logo refused unfetched (images blocked).
+    assert shop["render"]["fetched"] == 2 and shop["render"]["blocked"] == 1
+    assert shop["render"]["refused"] == 0
+
+    item = _status(tmp_path, "item")
+    assert item["pages"]["title"] == "Item 3"
+    assert item_name(3) in item["pages"]["text_start"]
+    assert item["pages"]["links"] == [site.url("/app/"), site.url("/app/item/4")]
+
+    plain = _status(tmp_path, "plain")
+    assert plain["render"] == {"rendered": False}
+    assert plain["pages"]["links"] == [] and "rendered" not in plain["pages"]
+
+    counts = await _requests(site)
+    assert "/app/logo.png" not in counts  # never requested by anyone
+    assert counts["/app/"] == 1 and counts["/app/item/3"] == 1  # the documents: scrape's only
+    assert counts["/app/item.js"] == 1  # the gate fetched it once for item 3 (not for item 4)
+
+
+async def test_a_page_that_never_settles_is_kept_as_it_is_then(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    settings = ScrapeSettings(render=RenderSettings(settle_seconds=1.0))
+    tasks = {"ticker": {"url": site.url("/app/never-settles"), "render": True}}
+    assert await execute_async(CHAIN, tmp_path, tasks, settings=settings) == ["ticker"]
+    ticker = _status(tmp_path, "ticker")
+    assert ticker["render"]["settled"] is False
+    assert "Live ticker" in ticker["pages"]["text_start"]
+
+
+async def test_a_slow_api_within_the_settle_time_is_waited_for(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    settings = ScrapeSettings(render=RenderSettings(settle_seconds=5.0))
+    tasks = {"slow": {"url": site.url("/app/slow?seconds=1"), "render": True}}
+    assert await execute_async(CHAIN, tmp_path, tasks, settings=settings) == ["slow"]
+    slow = _status(tmp_path, "slow")
+    assert slow["render"]["settled"] is True
+    assert "Arrived late" in slow["pages"]["text_start"]
+
+
+async def test_a_task_marked_render_without_a_render_step_fails_naming_it(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    tasks = {"shop": {"url": site.url("/app/"), "render": True}}
+    assert await execute_async([scrape, pages], tmp_path, tasks) == []
+    error = _status(tmp_path, "shop")["pages_status"]
+    assert "render" in error and "SCRAPEFLOW_RENDER=1" in error
+
+
+async def test_a_public_pages_script_cannot_reach_an_internal_address(
+    public_host: PublicHost,  # noqa: F811
+    site: LocalSite,
+    tmp_path: Path,
+) -> None:
+    """The bundled site on a public address (a network namespace), its `/app/internal` page's
+    script asking for a page of this machine's loopback (the `site` fixture): the gate refuses
+    it, the internal site never sees a request, and the page shows what the script got."""
+    public = public_host.serve_site(tmp_path / "site.log")
+    secret = site.url("/page/1")
+    tasks = {"probe": {"url": f"{public}/app/internal?target={quote(secret)}", "render": True}}
+    assert await execute_async(CHAIN, tmp_path / "data", tasks) == ["probe"]
+    probe = _status(tmp_path / "data", "probe")
+    assert probe["render"]["refused"] == 1
+    [refusal] = probe["render"]["refusals"]
+    assert refusal["url"] == secret and "loopback" in refusal["error"]
+    assert probe["pages"]["text_start"] == "blocked"
+    assert "/page/1" not in await _requests(site)
+
+
+async def test_the_browser_reaches_nothing_by_itself(site: LocalSite) -> None:
+    """A page of the run's browser with no route (nothing intercepted): its navigation to the
+    local site fails, by name and by address, and the site sees no request."""
+    from playwright.async_api import Error as PlaywrightError
+
+    browser = RunBrowser(RenderSettings(), user_agent="test")
+    try:
+        for url in (site.url("/page/1"), site.url("/page/2").replace("127.0.0.1", "localhost")):
+            async with browser.page() as page:
+                with pytest.raises(PlaywrightError, match="ERR_"):
+                    await page.goto(url, timeout=10_000)
+    finally:
+        await browser.aclose()
+    assert not {"/page/1", "/page/2"} & set(await _requests(site))
