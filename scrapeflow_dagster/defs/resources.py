@@ -97,6 +97,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     render_timeout_seconds: float = _RENDER.timeout_seconds
     render_settle_seconds: float = _RENDER.settle_seconds
     render_pages_per_context: int = _RENDER.pages_per_context
+    render_pages_at_once: int = _RENDER.pages_at_once
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -141,6 +142,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 timeout_seconds=self.render_timeout_seconds,
                 settle_seconds=self.render_settle_seconds,
                 pages_per_context=self.render_pages_per_context,
+                pages_at_once=self.render_pages_at_once,
             ),
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,

@@ -50,9 +50,11 @@ class RenderSettings:
     # A browser context (cookies, cache, the renderer's memory) serves this many pages, then a
     # fresh one takes over: what keeps a long run's memory flat.
     pages_per_context: int = 50
+    # Pages open at once in the run's browser (the others wait): each is a renderer's memory.
+    pages_at_once: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("timeout_seconds", "pages_per_context"):
+        for name in ("timeout_seconds", "pages_per_context", "pages_at_once"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"render {name} must be positive, got {getattr(self, name)}")
         if self.settle_seconds < 0:

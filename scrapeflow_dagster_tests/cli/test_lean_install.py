@@ -4,6 +4,7 @@ leave out Celery, Redis and Postgres, and with those modules made unimportable t
 backend names the extra to install."""
 
 import importlib.metadata
+import json
 import subprocess
 import textwrap
 from pathlib import Path
@@ -14,12 +15,19 @@ from scrapeflow_dagster_tests.cli.helpers import write_csv
 from scrapeflow_dagster_tests.support.paths import BIN_DIR
 from scrapeflow_dagster_tests.support.processes import process_env
 
-EXTRAS_ONLY = ("dagster-celery", "dagster-postgres", "psycopg2-binary", "redis", "celery")
+EXTRAS_ONLY = (
+    "dagster-celery",
+    "dagster-postgres",
+    "psycopg2-binary",
+    "redis",
+    "celery",
+    "playwright",
+)
 # Loaded by every Python that has its folder on PYTHONPATH: these modules "are not installed".
 BLOCKER = textwrap.dedent(
     """
     import importlib.abc, sys
-    BLOCKED = {"dagster_celery", "dagster_postgres", "psycopg2", "redis", "celery"}
+    BLOCKED = {"dagster_celery", "dagster_postgres", "psycopg2", "redis", "celery", "playwright"}
     class Blocker(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
             if name.split(".")[0] in BLOCKED:
@@ -66,6 +74,15 @@ def test_without_the_backends_the_embedded_path_runs_and_backends_name_their_ext
             "dagster", "asset", "materialize", "-m", "scrapeflow_dagster.definitions",
             "--select", "scrape,validation,pages", "--partition-range", "lean-0...lean-4",
         )  # fmt: skip
+        # A page marked for rendering, without the browser extra: the chain is as ever, and
+        # the task fails in `pages`, naming the extra.
+        marked = tmp_path / "render.csv"
+        marked.write_text(f"key,url,render\nlean-render,{site.url('/app/')},true\n")
+        added_marked = run("scrapeflow", "tasks", "add", str(marked))
+        rendered = run(
+            "dagster", "asset", "materialize", "-m", "scrapeflow_dagster.definitions",
+            "--select", "scrape,validation,pages", "--partition", "lean-render",
+        )  # fmt: skip
     postgres = run("scrapeflow", "home", "init", "--postgres", "postgresql://x@127.0.0.1/x")
     worker = run("scrapeflow", "worker", "--broker", "redis://127.0.0.1:6379/0")
 
@@ -75,3 +92,8 @@ def test_without_the_backends_the_embedded_path_runs_and_backends_name_their_ext
     assert "`pip install 'scrapeflow-dagster[postgres]'`" in postgres.stderr, postgres.stderr
     assert worker.returncode == 2
     assert "`pip install 'scrapeflow-dagster[celery]'`" in worker.stderr, worker.stderr
+    assert added_marked.returncode == 0, added_marked.stderr
+    assert rendered.returncode != 0
+    marked_status = json.loads((layout.status_dir / "lean-render.status.json").read_text())
+    assert marked_status["scrape_status"] == "SUCCESS"
+    assert "pip install 'scrapeflow-dagster[browser]'" in marked_status["pages_status"]

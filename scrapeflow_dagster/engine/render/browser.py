@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from scrapeflow_dagster.engine.errors import RenderError
@@ -40,9 +40,11 @@ CHROMIUM_ARGS = (
 
 def browser_missing() -> str | None:
     """Why no page can be rendered here (the `browser` extra missing), or None."""
-    if importlib.util.find_spec("playwright") is None:
-        return f"rendering a page needs the browser extra: {BROWSER_EXTRA}"
-    return None
+    try:
+        found = importlib.util.find_spec("playwright") is not None
+    except ImportError:  # an import hook that refuses it
+        found = False
+    return None if found else f"rendering a page needs the browser extra: {BROWSER_EXTRA}"
 
 
 class _Pool:
@@ -60,14 +62,23 @@ class RunBrowser:
     Nothing starts before the first `page()`: a run without a page to render costs nothing.
     """
 
-    def __init__(self, settings: RenderSettings, *, user_agent: str) -> None:
+    def __init__(
+        self,
+        settings: RenderSettings,
+        *,
+        user_agent: str,
+        wait_guard: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+    ) -> None:
         self.settings = settings
         self.user_agent = user_agent
+        # Around the wait for a page's turn: it is not the step being slow (the run's deadlines).
+        self._wait_guard = wait_guard or contextlib.nullcontext
         self._playwright: Any = None
         self._browser: Any = None
         self._pool: _Pool | None = None
         self._retiring: list[_Pool] = []
         self._lock = asyncio.Lock()
+        self._open_pages = asyncio.Semaphore(settings.pages_at_once)
         self.contexts_started = 0
         self.browsers_started = 0
 
@@ -133,21 +144,28 @@ class RunBrowser:
     async def page(self) -> AsyncIterator[Any]:
         """A new page (Playwright's `Page`) in the current context, closed after.
 
+        At most `pages_at_once` pages are open at a time; a caller waits for its turn here.
+
         Raises:
             RenderError: no browser here (names the extra, or the Chromium that did not start).
         """
-        pool = await self._current()
+        with self._wait_guard():
+            await self._open_pages.acquire()
         try:
-            page = await pool.context.new_page()
-        except Exception:
-            await self._release(pool)
-            raise
-        try:
-            yield page
+            pool = await self._current()
+            try:
+                page = await pool.context.new_page()
+            except Exception:
+                await self._release(pool)
+                raise
+            try:
+                yield page
+            finally:
+                with contextlib.suppress(Exception):  # closed with a crashed browser already
+                    await page.close()
+                await self._release(pool)
         finally:
-            with contextlib.suppress(Exception):  # closed with a crashed browser already
-                await page.close()
-            await self._release(pool)
+            self._open_pages.release()
 
     async def aclose(self) -> None:
         """Close every context, the browser and Playwright's driver (idempotent)."""

@@ -10,6 +10,7 @@ settings block (images, fonts, media by default) are refused unfetched, as are m
 than GET and HEAD and navigations of the page away from its document.
 """
 
+import asyncio
 import contextlib
 from typing import Any, NamedTuple
 
@@ -72,9 +73,23 @@ class GateRouter:
         self.main_frame = main_frame
         self.log = RequestLog()
         self._document_served = False
+        # Requests being answered now, and when the last one began or ended (the loop's
+        # clock): what tells the page's network has gone quiet.
+        self.in_flight = 0
+        self.last_activity = asyncio.get_running_loop().time()
 
     async def handle(self, route: Any) -> None:
         """Answer one request (Playwright's `Route`) through the gate, or refuse it."""
+        loop = asyncio.get_running_loop()
+        self.in_flight += 1
+        self.last_activity = loop.time()
+        try:
+            await self._answer(route)
+        finally:
+            self.in_flight -= 1
+            self.last_activity = loop.time()
+
+    async def _answer(self, route: Any) -> None:
         request = route.request
         url = request.url
         if request.is_navigation_request() and request.frame == self.main_frame:

@@ -163,7 +163,9 @@ async def execute_async(
             wait_guard=deadlines.paused,
         )
         # Started by the run's first page marked `render: true`, if any; closed below.
-        browser = RunBrowser(settings.render, user_agent=settings.user_agent)
+        browser = RunBrowser(
+            settings.render, user_agent=settings.user_agent, wait_guard=deadlines.paused
+        )
         context = Context(
             dir=directory,
             session=live_session,
