@@ -59,10 +59,12 @@ def add_crawl_options(parser: argparse.ArgumentParser, *, depth_required: bool) 
     )
     parser.add_argument(
         "--render",
-        action="store_true",
-        default=None,
-        help="run each page in a browser before `pages` reads it (pages built by scripts; "
-        "needs the browser extra and SCRAPEFLOW_RENDER=1)",
+        nargs="?",
+        const="true",
+        choices=("true", "auto"),
+        help="run each page in a browser before `pages` reads it (pages built by scripts); "
+        "`auto`: only pages of URL patterns where a sample shows the browser finds more. "
+        "Needs the browser extra and SCRAPEFLOW_RENDER=1",
     )
 
 

@@ -25,7 +25,7 @@ from scrapeflow_dagster.engine.run.context import (
     reads_stored_only,
     taskify,
 )
-from scrapeflow_dagster.engine.state.params import render_requested
+from scrapeflow_dagster.engine.state.params import RENDER_OFF, render_mode
 from scrapeflow_dagster.engine.state.schema import StatusData, fields_of, is_success
 from scrapeflow_dagster.engine.tasks.urls import document_base, resolve_link
 
@@ -232,17 +232,18 @@ def parse_page(page: DecodedPage, base_url: str) -> ParsedPage:
 
 def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, str, str] | None:
     """The rendered DOM of a task `render` rendered (its bytes, final URL and type), or None
-    for a task not marked `render`.
+    for a task not marked `render`, or one `render` left as fetched (not a page, or a `render:
+    auto` task whose URL pattern needs no browser).
 
     Raises:
         RenderError: the task is marked `render: true` and no render of it is stored: naming
             the `browser` extra when it is missing, else the `render` step.
     """
     try:
-        wanted = render_requested(status["params"])
+        mode = render_mode(status["params"])
     except ValueError as exc:
         raise RenderError(str(exc)) from None
-    if not wanted:
+    if mode == RENDER_OFF:
         return None
     output = status.get("render")
     if not is_success(status, "render") or not isinstance(output, dict):
@@ -250,8 +251,8 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
 
         raise RenderError(
             browser_missing()
-            or "the task is marked render: true, and no render step ran before pages (the"
-            " shipped chain has one with SCRAPEFLOW_RENDER=1)"
+            or f"the task is marked render: {status['params'].get('render')}, and no render step"
+            " ran before pages (the shipped chain has one with SCRAPEFLOW_RENDER=1)"
         )
     if not output.get("rendered"):
         return None  # not a page (a download): its body is what there is

@@ -4,20 +4,29 @@ DOM stored as `<key>.render` for `pages` and extraction to read instead of the H
 The document is the body `scrape` stored: rendering fetches it no second time (a killed render
 starts again from it), and every other request of the page goes through the gate. A task not
 marked `render` (or whose body is not HTML) records `rendered: false` and costs nothing more.
+A task marked `render: auto` is rendered where the run finds its URL pattern needs a browser
+(`engine.render.choice`: a sample of the pattern rendered and compared with its HTTP body).
 """
 
 import os
 
 from scrapeflow_dagster.engine.errors import RenderError
-from scrapeflow_dagster.engine.executors.pages import content_type_of, is_html
+from scrapeflow_dagster.engine.executors.pages import (
+    DecodedPage,
+    content_type_of,
+    decode_html,
+    is_html,
+    parse_page,
+)
 from scrapeflow_dagster.engine.executors.stored_body import read_body
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.render.browser import browser_missing
-from scrapeflow_dagster.engine.render.document import render_document
+from scrapeflow_dagster.engine.render.choice import Parsed
+from scrapeflow_dagster.engine.render.document import Rendered, render_document
 from scrapeflow_dagster.engine.render.routing import Document
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
-from scrapeflow_dagster.engine.state.params import render_requested
+from scrapeflow_dagster.engine.state.params import RENDER_AUTO, RENDER_OFF, render_mode
 from scrapeflow_dagster.engine.state.schema import StatusData
 from scrapeflow_dagster.engine.state.trust import INTRANET, INTRANET_PAGE, PUBLIC
 
@@ -36,26 +45,35 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
     whether its network `settled`, its requests (`fetched`, `blocked` by type, `refused` with
     the first refusals), the DOM's size and the seconds it took."""
     try:
-        wanted = render_requested(status["params"])
+        mode = render_mode(status["params"])
     except ValueError as exc:
         raise RenderError(str(exc)) from None
-    if not wanted:
+    if mode == RENDER_OFF:
         return {"rendered": False}
     scraped = status.get("scrape") or {}
     content_type = content_type_of(scraped.get("response_headers")) or "text/html"
     if not is_html(content_type):
         return {"rendered": False, "reason": f"not a page ({content_type})"}
-    if context.browser is None:
+    browser = context.browser
+    if browser is None:
         raise RenderError(browser_missing() or "this run has no browser to render pages in")
     document = Document(
         scraped.get("final_url") or status["params"]["url"], read_body(context, key), content_type
     )
+    decision = browser.choices.decide(document.url) if mode == RENDER_AUTO else None
+    if decision is not None and not decision.render:
+        return {"rendered": False, "choice": decision.reason}
     trust = INTRANET if scraped.get(INTRANET_PAGE) else PUBLIC
-    rendered = await render_document(context, context.browser, document, trust=trust)
+    try:
+        rendered = await render_document(context, browser, document, trust=trust)
+    except BaseException:
+        if decision is not None and decision.compare:
+            browser.choices.forget_sample(document.url)
+        raise
     dom = rendered.html.encode()
     write_bytes_atomic(rendered_path(context, key), dom)
     requests = rendered.requests
-    return {
+    output: ExecutorOutput = {
         "rendered": True,
         "final_url": redact(rendered.final_url),
         "settled": rendered.settled,
@@ -66,3 +84,24 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
         "refusals": requests.refusals,
         "render_seconds": round(rendered.seconds, 3),
     }
+    if decision is not None:
+        output["choice"] = decision.reason
+        if decision.compare:
+            needed = browser.choices.learn(
+                document.url, _parsed_body(document), _parsed_dom(rendered)
+            )
+            output["browser_needed"] = needed
+    return output
+
+
+def _parsed_body(document: Document) -> Parsed:
+    """What the HTTP body alone gives `pages`."""
+    page = decode_html(document.body, content_type=document.content_type)
+    output = parse_page(page, document.url).output
+    return Parsed(frozenset(output["links"]), output["text_bytes"])
+
+
+def _parsed_dom(rendered: Rendered) -> Parsed:
+    """What the rendered DOM gives `pages`."""
+    output = parse_page(DecodedPage(rendered.html, "utf-8", "dom"), rendered.final_url).output
+    return Parsed(frozenset(output["links"]), output["text_bytes"])

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from scrapeflow_dagster.engine.errors import RenderError
+from scrapeflow_dagster.engine.render.choice import RenderChoices
 from scrapeflow_dagster.engine.settings import BROWSER_EXTRA, RenderSettings
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class RunBrowser:
         self._retiring: list[_Pool] = []
         self._lock = asyncio.Lock()
         self._open_pages = asyncio.Semaphore(settings.pages_at_once)
+        # What the run learned of its URL patterns (`render: auto` tasks).
+        self.choices = RenderChoices()
         self.contexts_started = 0
         self.browsers_started = 0
 

@@ -54,22 +54,27 @@ async def render_document(
         )
         await page.route("**/*", router.handle)
         try:
-            await page.goto(
-                document.url, wait_until="load", timeout=settings.timeout_seconds * 1000
-            )
-        except PlaywrightTimeout:
-            raise TransientRenderError(
-                f"the page did not load within {settings.timeout_seconds:g} s in the browser"
-            ) from None
-        except PlaywrightError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-            raise TransientRenderError(f"the browser could not load the page: {first}") from None
-        settled = await _settle(router, settings.settle_seconds)
-        try:
-            html = await page.content()
-        except PlaywrightError as exc:
-            raise TransientRenderError(f"the rendered page could not be read: {exc}") from None
-        final_url = page.url
+            try:
+                await page.goto(
+                    document.url, wait_until="load", timeout=settings.timeout_seconds * 1000
+                )
+            except PlaywrightTimeout:
+                raise TransientRenderError(
+                    f"the page did not load within {settings.timeout_seconds:g} s in the browser"
+                ) from None
+            except PlaywrightError as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise TransientRenderError(
+                    f"the browser could not load the page: {first}"
+                ) from None
+            settled = await _settle(router, settings.settle_seconds)
+            try:
+                html = await page.content()
+            except PlaywrightError as exc:
+                raise TransientRenderError(f"the rendered page could not be read: {exc}") from None
+            final_url = page.url
+        finally:
+            router.cancel_pending()
     return Rendered(html, final_url, settled, router.log, time.monotonic() - started)
 
 

@@ -77,6 +77,10 @@ class GateRouter:
         # clock): what tells the page's network has gone quiet.
         self.in_flight = 0
         self.last_activity = asyncio.get_running_loop().time()
+        # The gate fetches under way, cancelled once the page is done (`cancel_pending`): a
+        # long poll of a closed page must not hold its host's slot.
+        self._fetches: set[asyncio.Task[Any]] = set()
+        self._done = False
 
     async def handle(self, route: Any) -> None:
         """Answer one request (Playwright's `Route`) through the gate, or refuse it."""
@@ -90,6 +94,9 @@ class GateRouter:
             self.last_activity = loop.time()
 
     async def _answer(self, route: Any) -> None:
+        if self._done:
+            await _settle(route.abort("aborted"))  # the page is being closed
+            return
         request = route.request
         url = request.url
         if request.is_navigation_request() and request.frame == self.main_frame:
@@ -112,8 +119,15 @@ class GateRouter:
             await _settle(route.abort("blockedbyclient"))
             return
         params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers)}
+        fetching = asyncio.ensure_future(fetch(self.context, params))
+        self._fetches.add(fetching)
         try:
-            fetched = await fetch(self.context, params)
+            fetched = await fetching
+        except asyncio.CancelledError:
+            if not fetching.cancelled():
+                raise  # this handler itself is being cancelled
+            await _settle(route.abort("aborted"))  # the page is done
+            return
         except HttpStatusError as exc:
             # An answer all the same: the page's scripts see its status.
             self.log.fetched += 1
@@ -123,6 +137,8 @@ class GateRouter:
             self.log.refuse(url, str(exc))
             await _settle(route.abort("blockedbyclient"))
             return
+        finally:
+            self._fetches.discard(fetching)
         self.log.fetched += 1
         headers = {
             name: value
@@ -130,6 +146,13 @@ class GateRouter:
             if name.lower() not in _DROPPED_ANSWER_HEADERS
         }
         await _settle(route.fulfill(status=fetched.status, headers=headers, body=fetched.body))
+
+    def cancel_pending(self) -> None:
+        """Cancel the gate fetches still under way and refuse any new request (the page is done
+        with)."""
+        self._done = True
+        for fetching in self._fetches:
+            fetching.cancel()
 
 
 def _forwarded(headers: dict[str, str]) -> dict[str, str]:

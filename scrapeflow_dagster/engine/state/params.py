@@ -18,7 +18,9 @@ ALLOW = "allow"  # URL regexes: when given, a link must match one of them
 DENY = "deny"  # URL regexes: a link matching one of them is never followed
 MAX_PAGES = "max_pages"  # tasks the whole crawl may hold, the seed included
 EXTRACT = "extract"  # the selector set whose fields `pages` takes (`engine.extract`)
-RENDER = "render"  # true: the `render` step runs the page in a browser first (`engine.render`)
+RENDER = "render"  # true / "auto": the `render` step runs the page in a browser (`engine.render`)
+# The render modes a task's `render` param gives (`render_mode`).
+RENDER_OFF, RENDER_ON, RENDER_AUTO = "off", "on", "auto"
 # Set on discovered tasks only.
 DEPTH = "depth"  # hops from the seed
 PARENT = "parent"  # the key of the task whose page linked here
@@ -49,7 +51,7 @@ class CrawlSettings:
     deny: tuple[str, ...] = ()
     max_pages: int | None = None
     extract: str | None = None
-    render: bool = False
+    render: str = RENDER_OFF
     depth: int = 0
     parent: str | None = None
     crawl: str | None = None
@@ -60,8 +62,8 @@ class CrawlSettings:
         for name, value in ((ALLOW, self.allow), (DENY, self.deny)):
             if value:
                 params[name] = list(value)
-        if self.render:
-            params[RENDER] = True
+        if self.render != RENDER_OFF:
+            params[RENDER] = True if self.render == RENDER_ON else RENDER_AUTO
         for name, other in (
             (MAX_PAGES, self.max_pages),
             (EXTRACT, self.extract),
@@ -108,19 +110,24 @@ _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no", "")
 
 
-def render_requested(params: Mapping[str, Any]) -> bool:
-    """Whether a task's params mark its page for rendering in a browser (`render`: true or
-    false; a CSV cell's `true`/`false`, `1`/`0`, `yes`/`no` too).
+def render_mode(params: Mapping[str, Any]) -> str:
+    """How a task's page is rendered, from its `render` param: `RENDER_ON` (true, and a CSV
+    cell's `true`, `1`, `yes`), `RENDER_AUTO` (`auto`: where the run finds it needed) or
+    `RENDER_OFF` (absent, false, `0`, `no`).
 
     Raises:
         ValueError: naming the param when it holds anything else.
     """
     value = params.get(RENDER)
     if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ValueError(f"{RENDER} must be true or false, got {value!r}")
+        return RENDER_ON if value else RENDER_OFF
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word == RENDER_AUTO:
+            return RENDER_AUTO
+        if word in _TRUE + _FALSE:
+            return RENDER_ON if word in _TRUE else RENDER_OFF
+    raise ValueError(f"{RENDER} must be true, false or auto, got {value!r}")
 
 
 def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
@@ -149,7 +156,7 @@ def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
         deny=_patterns(params, DENY),
         max_pages=_count(params, MAX_PAGES, minimum=1),
         extract=extract,
-        render=render_requested(params),
+        render=render_mode(params),
         depth=_count(params, DEPTH, minimum=0) or 0,
         parent=parent or None,
         crawl=crawl or None,

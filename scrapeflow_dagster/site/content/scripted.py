@@ -10,7 +10,8 @@ image (`/app/logo.png`) that a renderer blocking images never requests.
 
 Three pages are there to be hard: `/app/slow` fills its root from an API answering after
 `?seconds=` (default 2) seconds; `/app/never-settles` writes its text at once, then polls
-`/app/api/tick` every 200 ms for ever (the network never goes idle); `/app/internal?target=URL`
+`/app/api/tick` every 100 ms for ever and holds a long poll of `/app/api/hang` (answered after
+30 s, then asked again): its network never goes quiet; `/app/internal?target=URL`
 makes its script request `URL` (an internal address, for a public copy of this site) and write
 what came back, or `blocked`, into the page.
 """
@@ -96,7 +97,9 @@ p.className = "ticks";
 p.textContent = "Live ticker";
 root.appendChild(p);
 setInterval(() => fetch("/app/api/tick").then(r => r.text()).then(t => { p.dataset.last = t; }),
-            200);
+            100);
+const poll = () => fetch("/app/api/hang").then(r => r.text()).then(poll, poll);
+poll();
 """
 
 _INTERNAL_JS = """
@@ -134,6 +137,7 @@ class Scripted:
             web.get(r"/app/api/item/{i:\d+}.json", self.item_json),
             web.get("/app/api/slow", self.slow_api),
             web.get("/app/api/tick", self.tick),
+            web.get("/app/api/hang", self.hang),
             web.get("/app/logo.png", self.logo),
             web.get("/app/{script:[a-z-]+\\.js}", self.script),
         ]
@@ -183,6 +187,10 @@ class Scripted:
     async def tick(self, request: web.Request) -> web.Response:
         self.ticks += 1
         return web.Response(text=str(self.ticks))
+
+    async def hang(self, request: web.Request) -> web.Response:
+        await asyncio.sleep(30)
+        return web.Response(text="nothing new")
 
     async def logo(self, request: web.Request) -> web.Response:
         return web.Response(body=_PNG, content_type="image/png")

@@ -134,3 +134,34 @@ async def test_the_browser_reaches_nothing_by_itself(site: LocalSite) -> None:
     finally:
         await browser.aclose()
     assert not {"/page/1", "/page/2"} & set(await _requests(site))
+
+
+async def test_render_auto_renders_the_patterns_a_sample_shows_need_it(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    """Script-built items and plain pages, all `render: auto`, one at a time: the items'
+    pattern needs a browser from its first sample on, so every item is rendered; the plain
+    pages' pattern shows no difference over its three samples, so the pages after them are
+    parsed from their bodies. Every page's links are what a browser finds."""
+    items = {f"item{i}": {"url": site.url(f"/app/item/{i}"), "render": "auto"} for i in range(6)}
+    plain = {f"page{n}": {"url": site.url(f"/page/{n}"), "render": "auto"} for n in range(6)}
+    tasks = {**items, **plain}
+    done = await execute_async(CHAIN, tmp_path, tasks, max_parallelism=1)
+    assert sorted(done) == sorted(tasks)
+
+    for i in range(6):
+        status = _status(tmp_path, f"item{i}")
+        assert status["render"]["rendered"] is True
+        assert status["pages"]["title"] == f"Item {i}"
+        assert site.url("/app/") in status["pages"]["links"]
+    assert _status(tmp_path, "item0")["render"]["browser_needed"] is True
+    assert "browser_needed" not in _status(tmp_path, "item1")["render"]  # judged: rendered
+
+    rendered = [n for n in range(6) if _status(tmp_path, f"page{n}")["render"]["rendered"]]
+    assert rendered == [0, 1, 2]
+    for n in range(6):
+        status = _status(tmp_path, f"page{n}")
+        assert status["render"].get("browser_needed", False) is False
+        assert status["pages"]["links"][0] == site.url(f"/page/{n + 1}")
+        assert len(status["pages"]["links"]) == 10
+    assert "static" in _status(tmp_path, "page3")["render"]["choice"]
