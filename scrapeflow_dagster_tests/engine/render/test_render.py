@@ -165,3 +165,21 @@ async def test_render_auto_renders_the_patterns_a_sample_shows_need_it(
         assert status["pages"]["links"][0] == site.url(f"/page/{n + 1}")
         assert len(status["pages"]["links"]) == 10
     assert "static" in _status(tmp_path, "page3")["render"]["choice"]
+
+
+async def test_a_failed_render_is_done_again_from_the_stored_body(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    """A run whose browser does not start fails the render naming the path, and keeps the
+    fetched body; the next run renders from it without requesting the page again."""
+    tasks = {"shop": {"url": site.url("/app/"), "render": True}}
+    broken = ScrapeSettings(render=RenderSettings(chromium_path=str(tmp_path / "no-chromium")))
+    assert await execute_async(CHAIN, tmp_path / "data", tasks, settings=broken) == []
+    failed = _status(tmp_path / "data", "shop")
+    assert failed["scrape_status"] == "SUCCESS"
+    assert str(tmp_path / "no-chromium") in failed["render_status"]
+
+    assert await execute_async(CHAIN, tmp_path / "data", ["shop"]) == ["shop"]
+    shop = _status(tmp_path / "data", "shop")
+    assert len(shop["pages"]["links"]) == SCRIPTED_ITEMS
+    assert (await _requests(site))["/app/"] == 1  # the document: fetched once, by the first run
