@@ -13,8 +13,14 @@ driver and every Chromium process below this one) and counts the pages rendered 
 
 Printed: pages/s; the browser tree's PSS at its highest in each quarter of the pages (flat:
 the last quarter's peak at most 1.25x the first's, printed as PASS or FAIL, nothing asserted);
-its highest RSS; the contexts the run started; and that every page was rendered with its
-script's content (`Scripted item i` in its text) and no image was requested.
+its highest RSS; and that every page was rendered with its script's content (`Scripted item i`
+in its text) and no image was requested.
+
+`render: auto` (`--auto-pages N`, default 1,000, 0 to skip): N tasks, every other one a
+script-built item and the others plain server-rendered pages (`/page/n`), all marked `render:
+auto`, in a fresh data folder: how many of the pages that needed a browser were rendered (all,
+or the crawl misses what a browser finds), how many of those that did not (the samples and
+re-checks), and pages/s against rendering every page.
 """
 
 import argparse
@@ -132,13 +138,53 @@ def measure(n: int, site_url: str, root: Path) -> dict[str, Any]:
     }
 
 
+def measure_auto(n: int, site_url: str, root: Path) -> dict[str, Any]:
+    """`n` tasks, half needing a browser, all `render: auto`: what the run rendered."""
+    tasks: dict[str, dict[str, Any]] = {}
+    for i in range(n):
+        if i % 2 == 0:
+            url = f"{site_url}/app/item/{i % SCRIPTED_ITEMS}?n={i}"
+        else:
+            url = f"{site_url}/page/{i % 10}?n={i}"
+        tasks[f"a{i:05d}"] = {"url": url, "render": "auto"}
+    data = root / "auto"
+    started = time.perf_counter()
+    asyncio.run(execute_async([scrape, render, pages], data, tasks, settings=ScrapeSettings()))
+    seconds = time.perf_counter() - started
+    needed_rendered = needed = static_rendered = static = content = 0
+    for key in tasks:
+        i = int(key[1:])
+        status = load_status(data, key) or {}
+        rendered = bool((status.get("render") or {}).get("rendered"))
+        if i % 2 == 0:
+            needed += 1
+            needed_rendered += rendered
+            text = (status.get("pages") or {}).get("text_start") or ""
+            content += item_name(i % SCRIPTED_ITEMS) in text
+        else:
+            static += 1
+            static_rendered += rendered
+    return {
+        "pages": n,
+        "needed_browser": needed,
+        "needed_rendered": needed_rendered,
+        "needed_with_content": content,
+        "static": static,
+        "static_rendered": static_rendered,
+        "seconds": seconds,
+        "pages_per_s": n / seconds,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=2_000)
+    parser.add_argument("--auto-pages", type=int, default=1_000, help="render: auto (0: skip)")
     parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-render-") as tmp, Site(pages=10) as site:
         result = measure(args.pages, site.url, Path(tmp))
+        auto = measure_auto(args.auto_pages, site.url, Path(tmp)) if args.auto_pages else None
     peaks = result["pss_peak_by_quarter_mib"]
     print_table(
         ["figure", "value"],
@@ -152,8 +198,22 @@ def main(argv: list[str] | None = None) -> int:
             ["images requested", result["images_requested"]],
         ],
     )
+    if auto is not None:
+        print_table(
+            ["render: auto", "value"],
+            [
+                ["pages (half need a browser)", auto["pages"]],
+                [
+                    "needing a browser: rendered",
+                    f"{auto['needed_rendered']} of {auto['needed_browser']}",
+                ],
+                ["  with their scripts' content", auto["needed_with_content"]],
+                ["not needing one: rendered", f"{auto['static_rendered']} of {auto['static']}"],
+                ["pages/s (all rendered above)", f"{auto['pages_per_s']:.1f}"],
+            ],
+        )
     if args.json:
-        write_json(args.json, {"machine": machine_info(), "render": result})
+        write_json(args.json, {"machine": machine_info(), "render": result, "auto": auto})
     return 0
 
 

@@ -60,20 +60,34 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
     document = Document(
         scraped.get("final_url") or status["params"]["url"], read_body(context, key), content_type
     )
-    decision = browser.choices.decide(document.url) if mode == RENDER_AUTO else None
+    decision = await browser.choices.decide(document.url) if mode == RENDER_AUTO else None
     if decision is not None and not decision.render:
         return {"rendered": False, "choice": decision.reason}
     trust = INTRANET if scraped.get(INTRANET_PAGE) else PUBLIC
+    learned = False
     try:
         rendered = await render_document(context, browser, document, trust=trust)
-    except BaseException:
-        if decision is not None and decision.compare:
-            browser.choices.forget_sample(document.url)
-        raise
+        output = _stored(context, key, rendered)
+        if decision is not None:
+            output["choice"] = decision.reason
+            if decision.compare:
+                needed = browser.choices.learn(
+                    document.url, _parsed_body(document), _parsed_dom(rendered)
+                )
+                learned = True
+                output["browser_needed"] = needed
+    finally:
+        if decision is not None and decision.compare and not learned:
+            browser.choices.forget_sample(document.url)  # its turn goes to another page
+    return output
+
+
+def _stored(context: Context, key: str, rendered: Rendered) -> ExecutorOutput:
+    """Store the rendered DOM of `key`; the step's output."""
     dom = rendered.html.encode()
     write_bytes_atomic(rendered_path(context, key), dom)
     requests = rendered.requests
-    output: ExecutorOutput = {
+    return {
         "rendered": True,
         "final_url": redact(rendered.final_url),
         "settled": rendered.settled,
@@ -84,14 +98,6 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
         "refusals": requests.refusals,
         "render_seconds": round(rendered.seconds, 3),
     }
-    if decision is not None:
-        output["choice"] = decision.reason
-        if decision.compare:
-            needed = browser.choices.learn(
-                document.url, _parsed_body(document), _parsed_dom(rendered)
-            )
-            output["browser_needed"] = needed
-    return output
 
 
 def _parsed_body(document: Document) -> Parsed:

@@ -81,7 +81,7 @@ class RunBrowser:
         self._lock = asyncio.Lock()
         self._open_pages = asyncio.Semaphore(settings.pages_at_once)
         # What the run learned of its URL patterns (`render: auto` tasks).
-        self.choices = RenderChoices()
+        self.choices = RenderChoices(wait_guard)
         self.contexts_started = 0
         self.browsers_started = 0
 

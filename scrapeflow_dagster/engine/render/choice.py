@@ -10,7 +10,10 @@ rendered page has a link the body has not, or more readable text by `TEXT_GAIN_B
 `TEXT_GAIN_RATIO`.
 """
 
+import asyncio
+import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -63,23 +66,36 @@ class Decision(NamedTuple):
 
 
 class RenderChoices:
-    """A run's judgement of its URL patterns (one per run, with its browser)."""
+    """A run's judgement of its URL patterns (one per run, with its browser).
 
-    def __init__(self) -> None:
+    Args:
+        wait_guard: around a page's wait for its pattern's samples (the run's deadlines: the
+            wait is not the step being slow).
+    """
+
+    def __init__(
+        self, wait_guard: Callable[[], contextlib.AbstractContextManager[None]] | None = None
+    ) -> None:
         self._patterns: dict[str, _Pattern] = {}
+        self._wait_guard = wait_guard or contextlib.nullcontext
+        # Set (and replaced) whenever a sample ends: pages waiting for a judgement look again.
+        self._changed = asyncio.Event()
 
-    def decide(self, url: str) -> Decision:
-        """Whether the page at `url` of a `render: auto` task is rendered."""
+    async def decide(self, url: str) -> Decision:
+        """Whether the page at `url` of a `render: auto` task is rendered. While its pattern's
+        samples are under way, a page waits for their judgement (the run's other tasks would
+        otherwise all be rendered before the first sample ends)."""
         pattern = self._patterns.setdefault(url_pattern(url), _Pattern())
         pattern.seen += 1
+        while not pattern.needed and pattern.sampled < SAMPLE_PAGES:
+            if pattern.sampled + pattern.pending < SAMPLE_PAGES:
+                pattern.pending += 1
+                return Decision(True, f"a sample of its pattern ({pattern.sampled} judged)", True)
+            changed = self._changed
+            with self._wait_guard():
+                await changed.wait()
         if pattern.needed:
             return Decision(True, "its pattern's pages need a browser", False)
-        if pattern.sampled + pattern.pending < SAMPLE_PAGES:
-            pattern.pending += 1
-            return Decision(True, f"a sample of its pattern ({pattern.sampled} judged)", True)
-        if pattern.sampled < SAMPLE_PAGES:
-            # Not judged yet: rendered, so that nothing a browser would find is missed.
-            return Decision(True, "its pattern is being sampled", False)
         if pattern.seen % RECHECK_EVERY == 0:
             pattern.pending += 1
             return Decision(True, "a static pattern's re-check", True)
@@ -92,13 +108,19 @@ class RenderChoices:
         pattern.pending = max(0, pattern.pending - 1)
         pattern.sampled += 1
         pattern.needed += int(made)
+        self._wake()
         return made
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     def forget_sample(self, url: str) -> None:
         """A compared render that did not end (the page failed): its turn goes back."""
         pattern = self._patterns.get(url_pattern(url))
         if pattern is not None:
             pattern.pending = max(0, pattern.pending - 1)
+        self._wake()
 
     def judged(self) -> dict[str, str]:
         """Each pattern's judgement so far: `browser`, `static` or `sampling`."""

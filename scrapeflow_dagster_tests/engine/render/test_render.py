@@ -183,3 +183,20 @@ async def test_a_failed_render_is_done_again_from_the_stored_body(
     shop = _status(tmp_path / "data", "shop")
     assert len(shop["pages"]["links"]) == SCRIPTED_ITEMS
     assert (await _requests(site))["/app/"] == 1  # the document: fetched once, by the first run
+
+
+async def test_render_auto_pages_in_flight_wait_for_their_patterns_samples(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    """Twelve plain pages and six items at once (`render: auto`, all in flight together): the
+    pages beyond each pattern's three samples wait for the judgement, so only the plain
+    pattern's samples are rendered, and every item is."""
+    plain = {f"page{n}": {"url": site.url(f"/page/{n}"), "render": "auto"} for n in range(12)}
+    items = {f"item{i}": {"url": site.url(f"/app/item/{i}"), "render": "auto"} for i in range(6)}
+    tasks = {**plain, **items}
+    assert sorted(await execute_async(CHAIN, tmp_path, tasks)) == sorted(tasks)
+    rendered = {key for key in tasks if _status(tmp_path, key)["render"]["rendered"]}
+    assert set(items) <= rendered
+    assert len(rendered - set(items)) == 3
+    for i in range(6):
+        assert _status(tmp_path, f"item{i}")["pages"]["title"] == f"Item {i}"
