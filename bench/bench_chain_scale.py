@@ -50,13 +50,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from bench.bench_status import table_of
 from bench.dagster.cli_runs import OURS_MODULE, cleanup, materialize_cmd, write_tasks
 from bench.dagster.event_log import open_instance
 from bench.lib.homes import bench_env, make_home, temp_root
 from bench.lib.measured import Measured, run_measured
+from bench.lib.polling import Poller
 from bench.lib.proc_stats import descendants
 from bench.lib.repo import PYTHON
 from bench.lib.report import machine_info, print_table, write_json
@@ -77,27 +78,7 @@ FIRST_PAGE_POLL_SECONDS = 0.05
 MEMORY_SAMPLE_SECONDS = 0.5
 
 
-class _Poller:
-    """A daemon thread running `_run` between `__enter__` and `__exit__` (which stops it via
-    `_stop` and joins it)."""
-
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        raise NotImplementedError
-
-
-class FirstPage(_Poller):
+class FirstPage(Poller):
     """Polls the site's request counts in a thread until a `/page/N` shows; the seconds from
     `t0` (perf_counter, taken just before the command starts) to the first request and page."""
 
@@ -137,7 +118,7 @@ def smaps_rollup_kib(pid: int) -> dict[str, int]:
     return out
 
 
-class TreeMemory(_Poller):
+class TreeMemory(Poller):
     """The summed RSS and PSS of this process's descendants (but `exclude`), sampled together in
     a thread; their highest values. Descendants, not one root's tree: the measured command runs
     in a session of its own and what it orphans is re-parented here (`run_measured` makes this

@@ -28,13 +28,13 @@ import asyncio
 import json
 import os
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from bench.bench_chain_scale import smaps_rollup_kib
+from bench.lib.polling import Poller
 from bench.lib.proc_stats import descendants
 from bench.lib.report import machine_info, print_table, write_json
 from bench.lib.site import Site
@@ -50,23 +50,14 @@ FLAT_RATIO = 1.25
 SAMPLE_SECONDS = 0.5
 
 
-class BrowserMemory:
+class BrowserMemory(Poller):
     """Samples the summed RSS and PSS (MiB) of this process's descendants (the browser's tree)
     with the count of rendered pages at that moment, in a daemon thread."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.samples: list[tuple[int, float, float]] = []  # (pages rendered, RSS, PSS)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> "BrowserMemory":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__()
 
     def _run(self) -> None:
         me = os.getpid()
