@@ -25,7 +25,11 @@ While each side runs, a thread here samples every 0.5 s the summed RSS and PSS
 (/proc/<pid>/smaps_rollup) of that side's whole process tree: ours is this process (the engine,
 Playwright's Python client) with Playwright's Node driver and every Chromium process below it;
 Crawlee's is its Node process and every Chromium process below it. The peaks of those sums are
-the figures compared; the Chromium processes' share of each is shown apart. Each side's pages
+the figures compared (ours thus counts this benchmark's own few MiB too; `measure`'s figures of
+the browser's tree alone are in the JSON); the Chromium processes' share of each is shown
+apart. Crawlee's Node process is stopped with SIGTERM, then SIGKILL to its tree and to
+Chromium's process groups after 5 s (on SIGTERM Playwright closes the browser but Crawlee
+keeps retrying, so it does not end by itself). Each side's pages
 are then checked the same way: a page counts when its `<h1>` reads "Scripted item i" (ours:
 from the DOM stored as `<key>.render`; Crawlee's: the row its crawler wrote), and the site's
 count of `/app/logo.png` requests is shown per side. With `--rounds` > 1 the sides alternate
@@ -50,7 +54,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -61,6 +64,7 @@ import lxml.html
 
 from bench.bench_chain_scale import smaps_rollup_kib
 from bench.bench_render import SAMPLE_SECONDS, measure
+from bench.lib.polling import Poller
 from bench.lib.proc_stats import MachineLoad, cmdline, descendants, proc_cpu_seconds
 from bench.lib.repo import PYTHON, REPO
 from bench.lib.report import machine_info, print_table, write_json
@@ -217,7 +221,7 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 # -- memory of a side's tree ------------------------------------------------------------------
 
 
-class SideMemory:
+class SideMemory(Poller):
     """Every `SAMPLE_SECONDS` in a thread: the summed RSS and PSS (MiB) of the processes
     `pids()` names, and of those among them that are Chromium's; their peaks, and the CPU
     seconds the processes seen had used when last seen."""
@@ -232,16 +236,7 @@ class SideMemory:
         self.processes_seen: set[int] = set()
         self._cpu: dict[int, float] = {}
         self._chromium: dict[int, bool] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> "SideMemory":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__()
 
     def _is_chromium(self, pid: int) -> bool:
         known = self._chromium.get(pid)
@@ -371,13 +366,13 @@ class NodeRun:
 
     def stop(self) -> None:
         """SIGTERM to Node's group (Playwright closes its browsers on it), then SIGKILL to
-        whatever of its tree and their groups is left after 10 s."""
+        whatever of its tree and their groups is left after 5 s."""
         if self.proc.poll() is None:
             self.pids()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=5)
         left = [pid for pid in self.tree if _alive(pid)]
         groups = set()
         for pid in left:
@@ -472,13 +467,21 @@ def run_crawlee(site: DetachedSite, node_dir: Path, n: int, root: Path) -> dict[
 _running: list[NodeRun] = []
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C; `signum` for the exit status."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
 @contextlib.contextmanager
 def stopped_on_signals() -> Iterator[None]:
     """SIGTERM handled as Ctrl-C (KeyboardInterrupt), so every `finally` below stops what it
     started; any Node run still going is stopped on the way out."""
 
     def interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Stopped(signum)
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
@@ -601,4 +604,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt as stop:
+        print(f"\ninterrupted ({stop}); everything started here was stopped", file=sys.stderr)
+        raise SystemExit(128 + getattr(stop, "signum", signal.SIGINT)) from None

@@ -337,6 +337,66 @@ def rows_extract(data: dict[str, Any], _out: str) -> list[Row]:
     ]
 
 
+def rows_render(data: dict[str, Any], _out: str) -> list[Row]:
+    r = data.get("render") or {}
+    auto = data.get("auto") or {}
+    n = r.get("pages") or 0
+    flat = r.get("last_over_first")
+    rows: list[Row] = [
+        ["render", f"{n:,} pages: pages/s", r.get("pages_per_s"), "", "-"],
+        [
+            "render",
+            "browser tree PSS, last quarter's peak / first's",
+            flat,
+            "<= 1.25",
+            _verdict(r.get("flat")),
+        ],
+    ]
+    if auto:
+        needed, rendered = auto.get("needed_browser"), auto.get("needed_rendered")
+        rows.append(
+            [
+                "render",
+                f"auto: pages needing a browser rendered ({rendered} of {needed})",
+                None,
+                "all",
+                _verdict(None if needed is None else rendered == needed),
+            ]
+        )
+        rows.append(
+            [
+                "render",
+                f"auto: other pages rendered (of {auto.get('static')})",
+                auto.get("static_rendered"),
+                "",
+                "-",
+            ]
+        )
+    return rows
+
+
+def rows_render_peer(data: dict[str, Any], _out: str) -> list[Row]:
+    s = data.get("summary") or {}
+    speed, memory = s.get("pages_per_s_ratio"), s.get("peak_pss_ratio")
+    versions = data.get("versions") or {}
+    return [
+        [
+            "render-peer",
+            f"pages/s ours / Crawlee {versions.get('crawlee')}",
+            speed,
+            ">= 1.0",
+            _verdict(None if speed is None else speed >= 1.0),
+        ],
+        [
+            "render-peer",
+            "peak PSS ours / Crawlee",
+            memory,
+            "<= 0.5",
+            _verdict(None if memory is None else memory <= 0.5),
+        ],
+    ]
+
+
 def rows_status(data: dict[str, Any], _out: str) -> list[Row]:
     rows: list[Row] = []
     for r in data.get("sizes", []):
@@ -421,6 +481,8 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("chain", "bench.dagster.bench_chain", rows_chain, True),
     ("peer", "bench.dagster.bench_peer", rows_peer, True),
     ("extract", "bench.dagster.bench_extract", rows_extract, True),
+    ("render", "bench.bench_render", rows_render, True),
+    ("render-peer", "bench.bench_render_peer", rows_render_peer, True),
     ("shards", "bench.scaleout.bench_shards", rows_shards, False),
     ("status", "bench.bench_status", rows_status, True),
     ("retention", "bench.bench_retention", rows_retention, True),
@@ -449,6 +511,8 @@ QUICK_ARGS = {
     "shards": ["--tasks", "400"],
     "peer": ["--tasks", "1000", "--rounds", "1"],
     "extract": ["--products", "1000", "--rounds", "1"],
+    "render": ["--pages", "200", "--auto-pages", "200"],
+    "render-peer": ["--pages", "200"],
     "status": ["--sizes", "2000", "--rounds", "1"],
     "retention": ["--tasks", "60", "--refreshes", "2"],
     "chain-scale": ["--sizes", "2000", "--status-rounds", "1"],

@@ -36,6 +36,8 @@ CHROMIUM_ARGS = (
     "--disable-domain-reliability",
     "--no-pings",
     "--disable-dev-shm-usage",  # containers' /dev/shm is small
+    "--disable-gpu",  # no GPU process: headless pages are rasterised on the CPU anyway
+    "--disable-extensions",
 )
 
 
