@@ -200,3 +200,13 @@ async def test_render_auto_pages_in_flight_wait_for_their_patterns_samples(
     assert len(rendered - set(items)) == 3
     for i in range(6):
         assert _status(tmp_path, f"item{i}")["pages"]["title"] == f"Item {i}"
+
+
+async def test_blocked_resource_types_are_a_setting(site: LocalSite, tmp_path: Path) -> None:
+    """With no type blocked, the page's image is fetched too, through the gate."""
+    settings = ScrapeSettings(render=RenderSettings(blocked_resources=()))
+    tasks = {"item": {"url": site.url("/app/item/1"), "render": True}}
+    assert await execute_async(CHAIN, tmp_path, tasks, settings=settings) == ["item"]
+    item = _status(tmp_path, "item")
+    assert item["render"]["blocked"] == 0 and item["render"]["fetched"] == 3
+    assert (await _requests(site))["/app/logo.png"] == 1
