@@ -7,7 +7,6 @@ detection (`charset-normalizer`). Labels are read as the WHATWG Encoding Standar
 """
 
 import codecs
-import os
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -18,7 +17,8 @@ from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
 from scrapeflow_dagster.engine.executors.page_text import page_text_fields
-from scrapeflow_dagster.engine.executors.stored_body import read_body
+from scrapeflow_dagster.engine.executors.stored_body import read_body, read_rendered
+from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.run.context import (
     Context,
     ExecutorOutput,
@@ -247,8 +247,6 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
         return None
     output = status.get("render")
     if not is_success(status, "render") or not isinstance(output, dict):
-        from scrapeflow_dagster.engine.render.browser import browser_missing
-
         raise RenderError(
             browser_missing()
             or f"the task is marked render: {status['params'].get('render')}, and no render step"
@@ -256,14 +254,8 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
         )
     if not output.get("rendered"):
         return None  # not a page (a download): its body is what there is
-    path = os.path.join(context.dir, f"{key}.render")
-    try:
-        with open(path, "rb") as file:
-            dom = file.read()
-    except FileNotFoundError:
-        raise RenderError(f"the rendered page of task {key!r} is gone: run render again") from None
     final_url = output.get("final_url") or status["params"]["url"]
-    return dom, final_url, "text/html; charset=utf-8"
+    return read_rendered(context, key), final_url, "text/html; charset=utf-8"
 
 
 @reads_stored_only

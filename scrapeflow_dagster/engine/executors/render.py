@@ -8,8 +8,6 @@ A task marked `render: auto` is rendered where the run finds its URL pattern nee
 (`engine.render.choice`: a sample of the pattern rendered and compared with its HTTP body).
 """
 
-import os
-
 from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.pages import (
     DecodedPage,
@@ -18,7 +16,7 @@ from scrapeflow_dagster.engine.executors.pages import (
     is_html,
     parse_page,
 )
-from scrapeflow_dagster.engine.executors.stored_body import read_body
+from scrapeflow_dagster.engine.executors.stored_body import read_body, rendered_path
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.render.choice import Parsed
@@ -29,13 +27,6 @@ from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
 from scrapeflow_dagster.engine.state.params import RENDER_AUTO, RENDER_OFF, render_mode
 from scrapeflow_dagster.engine.state.schema import StatusData
 from scrapeflow_dagster.engine.state.trust import INTRANET, INTRANET_PAGE, PUBLIC
-
-RENDERED_SUFFIX = ".render"
-
-
-def rendered_path(context: Context, key: str) -> str:
-    """Where the rendered DOM of `key` is stored."""
-    return os.path.join(context.dir, f"{key}{RENDERED_SUFFIX}")
 
 
 @taskify

@@ -50,6 +50,12 @@ def browser_missing() -> str | None:
     return None if found else f"rendering a page needs the browser extra: {BROWSER_EXTRA}"
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of a Playwright error (the rest is its call log)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else repr(exc)
+
+
 class _Pool:
     """One browser context and how many of its pages are out or were served."""
 
@@ -84,8 +90,6 @@ class RunBrowser:
         self._open_pages = asyncio.Semaphore(settings.pages_at_once)
         # What the run learned of its URL patterns (`render: auto` tasks).
         self.choices = RenderChoices(wait_guard)
-        self.contexts_started = 0
-        self.browsers_started = 0
 
     async def _ensure_browser(self) -> None:
         if self._browser is not None and self._browser.is_connected():
@@ -108,18 +112,16 @@ class RunBrowser:
                 proxy={"server": _NOWHERE_PROXY, "bypass": "<-loopback>"},
             )
         except PlaywrightError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             raise RenderError(
-                f"the browser at {self.settings.chromium_path} did not start ({first}); on"
-                " Debian: apt-get install chromium"
+                f"the browser at {self.settings.chromium_path} did not start"
+                f" ({first_line(exc)}); on Debian: apt-get install chromium"
             ) from None
-        self.browsers_started += 1
 
     async def _current(self) -> _Pool:
         async with self._lock:
             await self._ensure_browser()
             if self._pool is not None and self._pool.served >= self.settings.pages_per_context:
-                self._retire(self._pool)
+                self._retiring.append(self._pool)
                 self._pool = None
             if self._pool is None:
                 context = await self._browser.new_context(
@@ -130,13 +132,9 @@ class RunBrowser:
                 # WebSockets: routed to a handler that never connects them anywhere.
                 await context.route_web_socket("**/*", _refuse_web_socket)
                 self._pool = _Pool(context)
-                self.contexts_started += 1
             self._pool.served += 1
             self._pool.open += 1
             return self._pool
-
-    def _retire(self, pool: _Pool) -> None:
-        self._retiring.append(pool)
 
     async def _release(self, pool: _Pool) -> None:
         pool.open -= 1

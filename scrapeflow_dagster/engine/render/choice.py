@@ -121,10 +121,3 @@ class RenderChoices:
         if pattern is not None:
             pattern.pending = max(0, pattern.pending - 1)
         self._wake()
-
-    def judged(self) -> dict[str, str]:
-        """Each pattern's judgement so far: `browser`, `static` or `sampling`."""
-        return {
-            name: "browser" if p.needed else "static" if p.sampled >= SAMPLE_PAGES else "sampling"
-            for name, p in self._patterns.items()
-        }

@@ -7,7 +7,7 @@ import time
 from typing import NamedTuple
 
 from scrapeflow_dagster.engine.errors import TransientRenderError
-from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.render.browser import RunBrowser, first_line
 from scrapeflow_dagster.engine.render.routing import Document, GateRouter, RequestLog
 from scrapeflow_dagster.engine.run.context import Context
 
@@ -63,9 +63,8 @@ async def render_document(
                     f"the page did not load within {settings.timeout_seconds:g} s in the browser"
                 ) from None
             except PlaywrightError as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
                 raise TransientRenderError(
-                    f"the browser could not load the page: {first}"
+                    f"the browser could not load the page: {first_line(exc)}"
                 ) from None
             # The quiet is counted from the load event on: a request its scripts began just
             # before it may reach the router after it (measured: 1 page in 2,000 under load
@@ -75,7 +74,9 @@ async def render_document(
             try:
                 html = await page.content()
             except PlaywrightError as exc:
-                raise TransientRenderError(f"the rendered page could not be read: {exc}") from None
+                raise TransientRenderError(
+                    f"the rendered page could not be read: {first_line(exc)}"
+                ) from None
             final_url = page.url
         finally:
             router.cancel_pending()

@@ -95,7 +95,7 @@ class GateRouter:
 
     async def _answer(self, route: Any) -> None:
         if self._done:
-            await _settle(route.abort("aborted"))  # the page is being closed
+            await _quietly(route.abort("aborted"))  # the page is being closed
             return
         request = route.request
         url = request.url
@@ -103,20 +103,20 @@ class GateRouter:
             if not self._document_served and url == self.document.url:
                 self._document_served = True
                 headers = {"content-type": self.document.content_type}
-                await _settle(route.fulfill(status=200, headers=headers, body=self.document.body))
+                await _quietly(route.fulfill(status=200, headers=headers, body=self.document.body))
             else:
                 # The page leaving its document (a script's location change, a meta refresh):
                 # the rendered page is the task's own.
                 self.log.refuse(url, "navigation away from the rendered document")
-                await _settle(route.abort("blockedbyclient"))
+                await _quietly(route.abort("blockedbyclient"))
             return
         if request.resource_type in self.blocked_types:
             self.log.blocked += 1
-            await _settle(route.abort("blockedbyclient"))
+            await _quietly(route.abort("blockedbyclient"))
             return
         if request.method not in ("GET", "HEAD"):
             self.log.refuse(url, f"{request.method} requests are not sent from rendered pages")
-            await _settle(route.abort("blockedbyclient"))
+            await _quietly(route.abort("blockedbyclient"))
             return
         params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers)}
         fetching = asyncio.ensure_future(fetch(self.context, params))
@@ -126,16 +126,16 @@ class GateRouter:
         except asyncio.CancelledError:
             if not fetching.cancelled():
                 raise  # this handler itself is being cancelled
-            await _settle(route.abort("aborted"))  # the page is done
+            await _quietly(route.abort("aborted"))  # the page is done
             return
         except HttpStatusError as exc:
             # An answer all the same: the page's scripts see its status.
             self.log.fetched += 1
-            await _settle(route.fulfill(status=exc.status, body=b""))
+            await _quietly(route.fulfill(status=exc.status, body=b""))
             return
         except ScrapeError as exc:
             self.log.refuse(url, str(exc))
-            await _settle(route.abort("blockedbyclient"))
+            await _quietly(route.abort("blockedbyclient"))
             return
         finally:
             self._fetches.discard(fetching)
@@ -145,7 +145,7 @@ class GateRouter:
             for name, value in fetched.headers.items()
             if name.lower() not in _DROPPED_ANSWER_HEADERS
         }
-        await _settle(route.fulfill(status=fetched.status, headers=headers, body=fetched.body))
+        await _quietly(route.fulfill(status=fetched.status, headers=headers, body=fetched.body))
 
     def cancel_pending(self) -> None:
         """Cancel the gate fetches still under way and refuse any new request (the page is done
@@ -159,7 +159,7 @@ def _forwarded(headers: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in headers.items() if name in FORWARDED_REQUEST_HEADERS}
 
 
-async def _settle(action: Any) -> None:
+async def _quietly(action: Any) -> None:
     """Run a route's answer; a page closed meanwhile (its render timed out) makes it fail, which
     changes nothing."""
     from playwright.async_api import Error as PlaywrightError
