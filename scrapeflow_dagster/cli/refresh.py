@@ -1,6 +1,13 @@
-"""`scrapeflow refresh [--older-than DURATION] [--failed] [--select ASSETS] [--dry-run]`: fetch
-again the tasks whose fetch is older than DURATION (default 7d), and run the steps after it on
-the new bodies.
+"""`scrapeflow refresh [--due | --older-than DURATION] [--budget N] [--host-budget N] [--failed]
+[--select ASSETS] [--dry-run]`: fetch again the tasks whose fetch is older than DURATION
+(default 7d), or with `--due` those each page's learned revisit interval says are due, and run
+the steps after it on the new bodies.
+
+With `--due`, each page is due when the interval `pages` learned from its fetches has passed
+(longer while the page stays the same, shorter when it changes: docs/refresh.md); a page not yet
+observed is due when older than DURATION. `--budget` caps the requests of this refresh and
+`--host-budget` those per host: when more are due, the fetches that buy the most expected
+freshness go first (without `--due`, the oldest fetches).
 
 A re-fetch is conditional (If-None-Match / If-Modified-Since when the last answer had an ETag or
 Last-Modified): a 304 keeps the stored body. Failed tasks are left alone unless `--failed`, and
@@ -28,6 +35,13 @@ from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.lastmods import lastmods
 from scrapeflow_dagster.engine.errors import ErrorKind
+from scrapeflow_dagster.engine.revisit.plan import (
+    LASTMOD,
+    DueTask,
+    due_tasks,
+    host_of,
+    plan_refresh,
+)
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.schema import (
     error_kind,
@@ -67,10 +81,26 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     refresh.formatter_class = argparse.RawDescriptionHelpFormatter
     refresh.add_argument(
         "--older-than",
-        default=DEFAULT_OLDER_THAN,
         metavar="DURATION",
         help=f"fetched longer ago than this: 90 (seconds), 30m, 12h, 7d (default "
-        f"{DEFAULT_OLDER_THAN})",
+        f"{DEFAULT_OLDER_THAN}); with --due, for pages not yet observed",
+    )
+    refresh.add_argument(
+        "--due",
+        action="store_true",
+        help="the pages whose learned revisit interval has passed (docs/refresh.md)",
+    )
+    refresh.add_argument(
+        "--budget",
+        type=_requests,
+        metavar="N",
+        help="fetch at most N pages in this refresh (the most valuable first)",
+    )
+    refresh.add_argument(
+        "--host-budget",
+        type=_requests,
+        metavar="N",
+        help="fetch at most N pages per host in this refresh",
     )
     refresh.add_argument(
         "--failed",
@@ -96,9 +126,17 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
     )
 
 
+def _requests(text: str) -> int:
+    """A budget: a whole number of requests >= 0."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of requests >= 0")
+    return int(text)
+
+
 def cmd_refresh(args: argparse.Namespace) -> int:
     """Run the selected assets over the ranges of stale (and, with `--failed`, failed) tasks."""
-    max_age_seconds = parse_duration(args.older_than)
+    older_than = args.older_than or DEFAULT_OLDER_THAN
+    max_age_seconds = parse_duration(older_than)
     names = materialize.executor_asset_names(args.module)
     if not names:
         raise common.UsageError(f"{args.module} has no executor assets")
@@ -111,24 +149,33 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         )
     layout = common.layout(args)
     fetcher = names[0]
-    due = due_keys(
-        layout.status_dir,
-        fetcher,
-        max_age_seconds,
-        with_failed=args.failed,
-        lastmods=lastmods(layout),
-        trust_lastmod=args.trust_lastmod,
-    )
+    dated = lastmods(layout)
+    if args.due:
+        due = learned_due(layout.status_dir, fetcher, max_age_seconds, args, dated)
+    else:
+        due = due_keys(
+            layout.status_dir,
+            fetcher,
+            max_age_seconds,
+            with_failed=args.failed,
+            lastmods=dated,
+            trust_lastmod=args.trust_lastmod,
+        )
+        due = within_budget(layout.status_dir, fetcher, due, args.budget, args.host_budget)
     if not (due.stale or due.failed or due.changed):
         what = "stale or failed" if args.failed else "stale"
-        print(f"nothing to refresh: no {what} task (fetched longer ago than {args.older_than})")
+        if args.due:
+            print(f"nothing to refresh: no task is due{' or failed' if args.failed else ''}")
+        else:
+            print(f"nothing to refresh: no {what} task (fetched longer ago than {older_than})")
         return 0
+    stale_words = "due" if args.due else f"fetched longer ago than {older_than}"
     print(
-        f"refresh: {common.plural(len(due.stale), 'task')} fetched longer ago than "
-        f"{args.older_than}"
+        f"refresh: {common.plural(len(due.stale), 'task')} {stale_words}"
         + (f", {len(due.failed)} failed" if args.failed else "")
         + (f", {len(due.changed)} changed since (sitemap lastmod)" if due.changed else "")
-        + (f", {len(due.unchanged)} left alone (sitemap lastmod)" if due.unchanged else ""),
+        + (f", {len(due.unchanged)} left alone (sitemap lastmod)" if due.unchanged else "")
+        + (f", {due.over_budget} left for later (budget)" if due.over_budget else ""),
         flush=True,
     )
     keys, _ = materialize.partitions_of(fetcher)
@@ -136,8 +183,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     node = _chain_node(names)
     # Changed pages are forced (an unconditional fetch); the rest run with the age limit, so a
     # task that turned fresh meanwhile is skipped.
+    # A learned plan chose its tasks by their own intervals: none is skipped as fresh.
+    age_limit = 0.0 if args.due else max_age_seconds
     groups = [
-        (due.stale | due.failed, {"refresh_older_than_seconds": max_age_seconds}),
+        (due.stale | due.failed, {"refresh_older_than_seconds": age_limit}),
         (due.changed, {"force": True}),
     ]
     failed_runs = 0
@@ -169,6 +218,75 @@ class DueTasks:
     failed: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
     unchanged: set[str] = field(default_factory=set)
+    over_budget: int = 0  # due, and left for a later refresh by the budgets
+
+
+def learned_due(
+    status_dir: Path,
+    fetcher: str,
+    unlearned_seconds: float,
+    args: argparse.Namespace,
+    dated: Mapping[str, datetime],
+) -> DueTasks:
+    """`--due`: the tasks the learned schedule says are due, within the budgets
+    (`engine.revisit.plan`); with `--failed`, failed tasks worth asking again while the
+    budget lasts."""
+    statuses = list(iter_statuses(status_dir))
+    found = due_tasks(
+        statuses, fetcher, utc_now(), unlearned_seconds=unlearned_seconds, lastmods=dated
+    )
+    chosen = plan_refresh(found, budget=args.budget, host_budget=args.host_budget)
+    due = DueTasks(over_budget=len(found) - len(chosen))
+    for task in chosen:
+        (due.changed if task.reason == LASTMOD else due.stale).add(task.key)
+    if args.failed:
+        room = None if args.budget is None else args.budget - len(chosen)
+        for key, status in statuses:
+            if room is not None and room <= 0:
+                break
+            if not is_success(status, fetcher) and error_kind(status, fetcher) not in (
+                None,
+                *_NEVER_AGAIN,
+            ):
+                due.failed.add(key)
+                room = None if room is None else room - 1
+    return due
+
+
+def within_budget(
+    status_dir: Path,
+    fetcher: str,
+    due: DueTasks,
+    budget: int | None,
+    host_budget: int | None,
+) -> DueTasks:
+    """`due` cut to the budgets, the pages a sitemap dated first, then the oldest fetches."""
+    if budget is None and host_budget is None:
+        return due
+    now = utc_now()
+    ranked = []
+    for key, status in iter_statuses(status_dir):
+        if key in due.stale or key in due.changed:
+            fetched = last_run(status, fetcher) or now
+            ranked.append(
+                DueTask(
+                    key=key,
+                    host=host_of(status["params"].get("url")),
+                    due_at=fetched,
+                    fetched_at=fetched,
+                    rate_per_second=0.0,
+                    gain_seconds=(now - fetched).total_seconds(),  # the oldest first
+                    reason=LASTMOD if key in due.changed else "age",
+                )
+            )
+    chosen = {t.key for t in plan_refresh(ranked, budget=budget, host_budget=host_budget)}
+    return DueTasks(
+        stale=due.stale & chosen,
+        failed=due.failed,
+        changed=due.changed & chosen,
+        unchanged=due.unchanged,
+        over_budget=len(ranked) - len(chosen),
+    )
 
 
 def due_keys(

@@ -3,6 +3,9 @@
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
+from scrapeflow_dagster.engine.revisit.digest import DEFAULT_NOISE, noise_pattern
+from scrapeflow_dagster.engine.revisit.rule import RevisitPolicy
+
 
 def _package_version() -> str:
     try:
@@ -59,6 +62,24 @@ class RenderSettings:
                 raise ValueError(f"render {name} must be positive, got {getattr(self, name)}")
         if self.settle_seconds < 0:
             raise ValueError(f"render settle_seconds must be >= 0, got {self.settle_seconds}")
+
+
+@dataclass(frozen=True, slots=True)
+class RevisitSettings:
+    """How `pages` learns when each page changes (`engine.revisit`)."""
+
+    # The adaptive interval's bounds and first value (a task's params may set its own).
+    policy: RevisitPolicy = field(default_factory=RevisitPolicy)
+    # Regexes of text that never counts as a change (dates, clock times, view counters).
+    change_ignore: tuple[str, ...] = DEFAULT_NOISE
+    # Earlier bodies kept per task, for the text diff of a change (`<key>.scrape.1`, ...): 1,
+    # the default, keeps the body before the current one, replaced only when a body differs.
+    bodies_kept: int = 1
+
+    def __post_init__(self) -> None:
+        noise_pattern(tuple(self.change_ignore))  # raises naming a bad pattern
+        if self.bodies_kept < 0:
+            raise ValueError(f"revisit_bodies_kept must not be negative, got {self.bodies_kept}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,3 +156,5 @@ class ScrapeSettings:
     page_markdown: bool = False
     # The `render` step's browser (tasks marked `render: true`; the `browser` extra).
     render: RenderSettings = field(default_factory=RenderSettings)
+    # What `pages` learns about each page's changes, and the bodies kept to diff them.
+    revisit: RevisitSettings = field(default_factory=RevisitSettings)

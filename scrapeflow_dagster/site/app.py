@@ -49,6 +49,19 @@ Routes (and the module that serves them, in the subpackages `content`, `crawling
         content and links from `/app/api/`): an index of `SCRIPTED_ITEMS` items, each item
         linking to the next; `/app/slow`, `/app/never-settles` (polls for ever) and
         `/app/internal?target=URL` (its script requests URL), for renderers.
+    `/changing/{n}` (`content.changing`): `changing_pages` pages that change on known schedules
+        (Poisson, `changing_rates` changes per hour cycled over the pages; by default by n % 10:
+        0 hourly, 1-3 daily, 4-6 weekly, 7-9 never) on a site clock in site seconds that moves
+        only when told: `POST /control/changing/clock?t=S` (never backwards: 400) or
+        `?advance=S`, `GET /control/changing/clock`. A page's version is how many change times
+        are <= the clock (`change_times`, `version_at`); `changing_page(n, v)` is what version v
+        shows: each version rewrites paragraph v % 6, adds a link (dropping the oldest added one
+        at even versions from 4), retitles at v % 3 == 0 and reprices at v % 4 == 1. Served with
+        `ETag: "{n}-{v}"` and Last-Modified (304 to a match), plus noise that is no change (the
+        wall time served, a views counter). `/changing/` indexes them; `/changing/sitemap.xml`
+        lists them with lastmod and changefreq. `GET /control/changing` (`/{n}` for one) is the
+        truth: `{"t": now, "pages": {"<n>": {"version", "rate_per_hour", "changes",
+        "requests"}}}`.
     `/widget-captcha?widget=recaptcha` (`content.bot_checks`): a normal contact page that loads a
         captcha widget's script and has its div: `recaptcha` (the default, `g-recaptcha`),
         `hcaptcha` (`h-captcha`) or `turnstile` (`cf-turnstile`); a validator must let it through.
@@ -93,10 +106,11 @@ Routes (and the module that serves them, in the subpackages `content`, `crawling
         `localhost:P` are two).
         `POST /control/requests/reset` zeroes the counts (requests still in flight stay in
         `in_flight` and start the new `max_in_flight`).
-    `POST /control/reset`: forgets all flaky, timed and mixed state, the request counts and the
-        `/spelled/` targets.
+    `POST /control/reset`: forgets all flaky, timed and mixed state, the request counts, the
+        `/spelled/` targets, and the changing pages' clock (back to 0) and request counts.
 """
 
+import math
 from collections.abc import Sequence
 
 from aiohttp import web
@@ -106,6 +120,7 @@ from scrapeflow_dagster.site.adversary.hostile import Hostile
 from scrapeflow_dagster.site.client import routes as client_routes
 from scrapeflow_dagster.site.client.traffic import Traffic
 from scrapeflow_dagster.site.content import bot_checks, charsets
+from scrapeflow_dagster.site.content.changing import DEFAULT_CHANGING_PAGES, ChangingPages
 from scrapeflow_dagster.site.content.pages import LINKS_PER_PAGE, Pages, page_links
 from scrapeflow_dagster.site.content.products import Products
 from scrapeflow_dagster.site.content.scripted import Scripted
@@ -150,6 +165,8 @@ def build_site(
     internal_base: str | None = None,
     other_origin: str | None = None,
     cross_submit: Sequence[str] = (),
+    changing_pages: int = DEFAULT_CHANGING_PAGES,
+    changing_rates: Sequence[float] | None = None,
 ) -> web.Application:
     """Build the local test website; see the module docstring for its routes.
 
@@ -171,16 +188,27 @@ def build_site(
             `/doors/pages.xml` lists (with `internal_base` only).
         cross_submit: sitemap URLs (of other sites) robots.txt announces too: this site's
             pages listed there are cross-submitted.
+        changing_pages: how many `/changing/{n}` pages exist (0: none).
+        changing_rates: changes per hour, cycled over the changing pages (page n gets
+            `changing_rates[n % len(changing_rates)]`, 0.0 never changes); None means
+            `content.changing.DEFAULT_CHANGING_RATES` (by n % 10: 1.0, 1/24 x3, 1/168 x3, 0 x3).
 
     Returns:
         An aiohttp application, not yet running.
 
     Raises:
         ValueError: when `pages` or `graph_size` is not positive, `page_bytes` or a delay
-            is negative, or `internal_base` is not `http://IPv4:PORT`.
+            is negative, `internal_base` is not `http://IPv4:PORT`, `changing_pages` is
+            negative, or `changing_rates` is empty or has a rate that is negative or not finite.
     """
     if pages < 1 or page_bytes < 0:
         raise ValueError(f"need pages >= 1 and page_bytes >= 0, got {pages} and {page_bytes}")
+    if changing_pages < 0:
+        raise ValueError(f"need changing_pages >= 0, got {changing_pages}")
+    if changing_rates is not None and (
+        not changing_rates or not all(0 <= rate < math.inf for rate in changing_rates)
+    ):
+        raise ValueError(f"changing_rates must be finite rates >= 0, got {changing_rates}")
     site_pages = Pages(count=pages, page_bytes=page_bytes, seed=seed)
     page_faults = PageFaults(site_pages)
     mixed = MixedFaults(site_pages, fault_rates or FaultRates())
@@ -199,6 +227,7 @@ def build_site(
     traffic = Traffic()
     spelled = Spelled()
     hostile = Hostile(internal_url)
+    changing = ChangingPages(count=changing_pages, seed=seed, rates=changing_rates)
 
     async def reset_all(request: web.Request) -> web.Response:
         named.forget()
@@ -206,6 +235,7 @@ def build_site(
         site_pages.cached_answers.clear()
         traffic.forget()
         spelled.forget()
+        changing.forget()
         return web.Response(text="ok")
 
     app = web.Application(middlewares=[traffic.middleware])
@@ -251,6 +281,7 @@ def build_site(
             *hostile.routes(),
             *Products(pages, seed).routes(),
             *Scripted().routes(),
+            *changing.routes(),
             *(doors.routes() if doors else []),
             web.get("/spelled/", spelled.index),
             web.get("/spelled/many", spelled.many),

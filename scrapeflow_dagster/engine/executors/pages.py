@@ -7,6 +7,7 @@ detection (`charset-normalizer`). Labels are read as the WHATWG Encoding Standar
 """
 
 import codecs
+import hashlib
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -17,6 +18,7 @@ from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
 from scrapeflow_dagster.engine.executors.page_text import page_text_fields
+from scrapeflow_dagster.engine.executors.revisits import observe_page, page_digest
 from scrapeflow_dagster.engine.executors.stored_body import read_body, read_rendered
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.run.context import (
@@ -187,11 +189,13 @@ def parse_html(body: bytes, base_url: str, *, content_type: str | None = None) -
 
 
 class ParsedPage(NamedTuple):
-    """`parse_html`'s output, with the decoded text and the document's base URL it used."""
+    """`parse_html`'s output, with the decoded text, the document's base URL it used and the
+    parsed tree."""
 
     output: ExecutorOutput
     text: str
     base: str
+    tree: HTMLParser
 
 
 def page_base(text: str, url: str) -> str:
@@ -227,7 +231,7 @@ def parse_page(page: DecodedPage, base_url: str) -> ParsedPage:
         "charset": page.charset,
         "charset_source": page.source,
     }
-    return ParsedPage(output, page.text, base)
+    return ParsedPage(output, page.text, base, tree)
 
 
 def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, str, str] | None:
@@ -282,14 +286,16 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         if extracted is not None:
             parsed["extracted"] = extracted
         parsed.update(page_text_fields(page.text, context.settings))
+        digest = page_digest(page.tree, parsed["title"], context.settings.revisit.change_ignore)
     else:
         # A download (a script, a PDF, JSON): a fetched file, not a page. It has no title or
         # links and no `pages` row; its type and size are kept (and its step row's size).
         parsed = {"file": True, "size": len(body), "links": []}
+        digest = hashlib.blake2b(body, digest_size=16).hexdigest()  # a file changes by its bytes
     # What the `pages` table holds beside the parse, from the fetch it parsed.
     if rendered is not None:
         parsed["rendered"] = True
-    return {
+    output = {
         **parsed,
         "url": status["params"]["url"],
         "final_url": scraped.get("final_url"),
@@ -298,3 +304,17 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         "content_type": content_type,
         "fetched_at": status.get(fields_of("scrape").last_run),
     }
+    output.update(
+        observe_page(
+            context,
+            key,
+            status,
+            output,
+            body=body,
+            digest=digest,
+            rendered=rendered is not None,
+            decode=lambda previous: decode_html(previous, content_type=content_type).text,
+            html=page.text if is_html(content_type) else None,
+        )
+    )
+    return output

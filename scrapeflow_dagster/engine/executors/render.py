@@ -16,7 +16,7 @@ from scrapeflow_dagster.engine.executors.pages import (
     is_html,
     parse_page,
 )
-from scrapeflow_dagster.engine.executors.stored_body import read_body, rendered_path
+from scrapeflow_dagster.engine.executors.stored_body import keep_previous, read_body, rendered_path
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.render.choice import Parsed
@@ -76,7 +76,11 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
 def _stored(context: Context, key: str, rendered: Rendered) -> ExecutorOutput:
     """Store the rendered DOM of `key`; the step's output."""
     dom = rendered.html.encode()
-    write_bytes_atomic(rendered_path(context, key), dom)
+    path = rendered_path(context, key)
+    if _differs(path, dom):
+        # The DOM it replaces is kept to diff the page's change (`revisits`).
+        keep_previous(path, context.settings.revisit.bodies_kept)
+    write_bytes_atomic(path, dom)
     requests = rendered.requests
     return {
         "rendered": True,
@@ -89,6 +93,15 @@ def _stored(context: Context, key: str, rendered: Rendered) -> ExecutorOutput:
         "refusals": requests.refusals,
         "render_seconds": round(rendered.seconds, 3),
     }
+
+
+def _differs(path: str, dom: bytes) -> bool:
+    """Whether a DOM is stored at `path` and is not `dom`."""
+    try:
+        with open(path, "rb") as file:
+            return file.read() != dom
+    except FileNotFoundError:
+        return False
 
 
 def _parsed_body(document: Document) -> Parsed:

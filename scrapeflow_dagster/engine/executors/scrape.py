@@ -4,6 +4,7 @@ body as `<key>.scrape`."""
 import hashlib
 import os
 
+from scrapeflow_dagster.engine.executors.stored_body import keep_previous
 from scrapeflow_dagster.engine.gate.fetch import Fetched, ResponseCallback, fetch
 from scrapeflow_dagster.engine.gate.hops import NOT_MODIFIED
 from scrapeflow_dagster.engine.redact import proxy_host, redact
@@ -22,11 +23,21 @@ __all__ = [
 ]
 
 
-def _store(context: Context, key: str, fetched: Fetched) -> ExecutorOutput:
-    write_bytes_atomic(os.path.join(context.dir, f"{key}.scrape"), fetched.body)
+def _store(context: Context, key: str, fetched: Fetched, status: StatusData) -> ExecutorOutput:
+    path = os.path.join(context.dir, f"{key}.scrape")
+    md5 = hashlib.md5(fetched.body).hexdigest()
+    previous = status.get("scrape")
+    if (
+        is_success(status, "scrape")
+        and isinstance(previous, dict)
+        and previous.get("content") != md5
+    ):
+        # A new body: the one it replaces is kept to diff the page's change (`revisits`).
+        keep_previous(path, context.settings.revisit.bodies_kept)
+    write_bytes_atomic(path, fetched.body)
     output: ExecutorOutput = {
         "size": len(fetched.body),
-        "content": hashlib.md5(fetched.body).hexdigest(),
+        "content": md5,
         "response_headers": fetched.headers,
         "http_status": fetched.status,
         "final_url": redact(fetched.final_url),
@@ -80,7 +91,7 @@ async def scrape(context: Context, key: str, status: StatusData) -> ExecutorOutp
             "not_modified": True,
             "attempts": fetched.attempts,
         }
-    return _store(context, key, fetched)
+    return _store(context, key, fetched, status)
 
 
 async def scrape_with_validation(
@@ -100,4 +111,5 @@ async def scrape_with_validation(
         status, response_callback, key = key, status, key["name"]  # type: ignore[assignment]
     assert isinstance(status, dict) and isinstance(key, str)
     callback = response_callback if callable(response_callback) else None
-    return _store(context, key, await fetch(context, status["params"], validate=callback))
+    fetched = await fetch(context, status["params"], validate=callback)
+    return _store(context, key, fetched, status)

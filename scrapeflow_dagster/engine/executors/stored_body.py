@@ -38,3 +38,30 @@ def read_rendered(context: Context, key: str) -> bytes:
             return file.read()
     except FileNotFoundError:
         raise RenderError(f"the rendered page of task {key!r} is gone: run render again") from None
+
+
+def previous_path(context: Context, key: str, *, rendered: bool = False, back: int = 1) -> str:
+    """Where the body (or rendered DOM) `back` fetches before the current one is kept."""
+    suffix = RENDERED_SUFFIX if rendered else ".scrape"
+    return os.path.join(context.dir, f"{key}{suffix}.{back}")
+
+
+def keep_previous(path: str, kept: int) -> None:
+    """Before `path` is replaced by a different body: keep it as `path.1`, the one before as
+    `path.2`, ... up to `kept` bodies (0: none kept). Renames only: each step is atomic, and a
+    crash between them loses at most the oldest kept body."""
+    if kept <= 0 or not os.path.exists(path):
+        return
+    for back in range(kept - 1, 0, -1):
+        if os.path.exists(f"{path}.{back}"):
+            os.replace(f"{path}.{back}", f"{path}.{back + 1}")
+    os.replace(path, f"{path}.1")
+
+
+def read_previous(context: Context, key: str, *, rendered: bool = False) -> bytes | None:
+    """The body (or rendered DOM) kept from the fetch before the current one, or None."""
+    try:
+        with open(previous_path(context, key, rendered=rendered), "rb") as file:
+            return file.read()
+    except FileNotFoundError:
+        return None

@@ -25,6 +25,8 @@ RESULTS: dict[str, str] = {
     "outputs": "SELECT * FROM outputs ORDER BY key, executor",
     "extracted": "SELECT * FROM extracted ORDER BY key, executor",
     "page_text": "SELECT * FROM page_text ORDER BY key",
+    "changes": "SELECT * FROM changes ORDER BY detected_at, key",
+    "revisits": "SELECT * FROM revisits ORDER BY due_at, key",
 }
 
 # The columns an executor's outputs have beside their own fields (`executor_outputs_sql`).

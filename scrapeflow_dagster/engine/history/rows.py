@@ -170,6 +170,8 @@ class PageRow:
     text_chars: int | None = None
     markdown: str | None = None
     markdown_chars: int | None = None
+    # What changed since the fetch before (`engine.revisit.diff`), for the `changes` table.
+    change: Mapping[str, Any] | None = None
 
     @classmethod
     def from_output(
@@ -203,6 +205,7 @@ class PageRow:
             text_chars=number("text_chars"),
             markdown=text("markdown"),
             markdown_chars=number("markdown_chars"),
+            change=output["change"] if isinstance(output.get("change"), Mapping) else None,
         )
 
 
@@ -378,6 +381,8 @@ def page_line(row: PageRow, seq: int, run_id: str | None) -> bytes:
         "text_chars": row.text_chars,
         "markdown": row.markdown,
         "markdown_chars": row.markdown_chars,
+        # Its links and text pass the outputs' redaction: a link's query may carry a token.
+        "change": redact_output(row.change) if row.change is not None else None,
     }
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
 

@@ -77,6 +77,31 @@ CREATE TABLE IF NOT EXISTS page_text (
     run_id VARCHAR
 );
 
+-- Every change `pages` found in a page: one row per fetch that found its page changed since
+-- the fetch before (`engine.revisit`), kept for good (a later change adds a row). Text lines,
+-- title, links and extracted fields that differ; `text_*` NULL when the body before was not
+-- kept (`revisit_bodies_kept`), `fields` NULL when neither parse extracted any.
+CREATE TABLE IF NOT EXISTS changes (
+    key VARCHAR NOT NULL,
+    url VARCHAR,
+    host VARCHAR,
+    detected_at TIMESTAMP NOT NULL,  -- the fetch that found the change
+    previous_fetched_at TIMESTAMP,  -- the fetch before it, which had the old version
+    title_before VARCHAR,  -- both NULL when the title did not change
+    title_after VARCHAR,
+    text_added VARCHAR[],
+    text_removed VARCHAR[],
+    text_added_count INTEGER,  -- before `text_added` was cut
+    text_removed_count INTEGER,
+    links_added VARCHAR[],
+    links_removed VARCHAR[],
+    fields JSON,  -- field -> {"before", "after"}, the fields that differ
+    digest_before VARCHAR,
+    digest_after VARCHAR,
+    run_id VARCHAR,
+    PRIMARY KEY (key, detected_at)
+);
+
 -- Each task's latest successful output per executor (the user's executors' too), as JSON with
 -- credentials removed; a later failure removes it, as it does from the status file. An output
 -- over the cap is NULL here with its size in `output_bytes`, and kept in the status file.
@@ -134,6 +159,19 @@ CREATE TABLE IF NOT EXISTS ingested_spool_files (
     ingested_at TIMESTAMP
 );
 
+-- Each page's learned revisit state (`engine.revisit.rule`), from its parse's latest output.
+CREATE OR REPLACE VIEW revisits AS
+SELECT key, url,
+    CAST(output->'revisit'->>'due_at' AS TIMESTAMP) AS due_at,
+    CAST(output->'revisit'->>'interval_seconds' AS DOUBLE) AS interval_seconds,
+    CAST(output->'revisit'->>'observed_at' AS TIMESTAMP) AS fetched_at,
+    CAST(output->'revisit'->>'fetches' AS INTEGER) AS fetches,
+    CAST(output->'revisit'->>'changes' AS INTEGER) AS changes,
+    CAST(output->'revisit'->>'changed' AS BOOLEAN) AS changed,
+    CAST(output->'revisit'->>'last_changed_at' AS TIMESTAMP) AS last_changed_at
+FROM outputs
+WHERE json_type(output->'revisit') = 'OBJECT';
+
 CREATE OR REPLACE VIEW current_state AS
 SELECT *
 FROM step_runs
@@ -180,6 +218,7 @@ SPOOL_COLUMNS: dict[str, str] = {
     "text_chars": "BIGINT",
     "markdown": "VARCHAR",
     "markdown_chars": "BIGINT",
+    "change": "JSON",  # what changed since the fetch before, when the page changed
     # step outputs (`kind` = 'o'); `ended_at` is the step's end
     "output": "JSON",
     "output_bytes": "BIGINT",
@@ -341,6 +380,33 @@ USING ({_NEWEST_PARSE}) AS newest
 WHERE page_text.key = newest.key
   AND newest.text IS NULL AND newest.markdown IS NULL
   AND newest.ended_at > page_text.parsed_at
+"""
+
+# Each change found, once (a parse of the same fetch again finds the same change).
+INSERT_CHANGES_SQL = """
+INSERT INTO changes
+SELECT key, url,
+    lower(regexp_extract(url, '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)', 1)),
+    CAST(change->>'detected_at' AS TIMESTAMP),
+    CAST(change->>'previous_fetched_at' AS TIMESTAMP),
+    change->'title'->>'before',
+    change->'title'->>'after',
+    CAST(change->'text_added' AS VARCHAR[]),
+    CAST(change->'text_removed' AS VARCHAR[]),
+    CAST(change->>'text_added_count' AS INTEGER),
+    CAST(change->>'text_removed_count' AS INTEGER),
+    CAST(change->'links_added' AS VARCHAR[]),
+    CAST(change->'links_removed' AS VARCHAR[]),
+    CASE WHEN json_type(change->'fields') = 'NULL' THEN NULL ELSE change->'fields' END,
+    change->>'digest_before',
+    change->>'digest_after',
+    run_id
+FROM spool
+WHERE kind = 'p' AND change IS NOT NULL AND change->>'detected_at' IS NOT NULL
+QUALIFY row_number() OVER (
+    PARTITION BY key, change->>'detected_at' ORDER BY filename, seq
+) = 1
+ON CONFLICT (key, detected_at) DO NOTHING
 """
 
 # The newest output of a task's step wins, in the batch and against the table.

@@ -1,6 +1,9 @@
 """What a scraper reads on the site: deterministic pages and what it must decode or judge.
 
 `pages` (`/page/{n}`, `/cached/{n}`, `/sitemap.txt`, and the seeded hashing and conditional
-answers other routes build on), `charsets` (`/charset/{name}`: pages in legacy charsets) and
-`bot_checks` (`/blocked/{kind}` block pages, `/widget-captcha` pages that merely carry a widget).
+answers other routes build on), `charsets` (`/charset/{name}`: pages in legacy charsets),
+`bot_checks` (`/blocked/{kind}` block pages, `/widget-captcha` pages that merely carry a widget),
+`products` (`/products/`: a shop with data to extract), `scripted` (`/app/`: pages built by
+JavaScript) and `changing` (`/changing/{n}`: pages that change on known schedules of a site clock,
+with the truth of when and what changed).
 """

@@ -1,0 +1,200 @@
+"""Which due tasks a refresh fetches, within a request budget per run and per host.
+
+A task is due when its learned interval has passed since its fetch (`rule`), when a sitemap
+dates its page after that fetch (`lastmod`), or, never observed by `pages`, when it is older
+than the policy's initial interval. When more are due than the budget allows, a fetch is worth
+what it buys: the expected time the stored copy is fresh that it would not otherwise be. For a
+page changing as a Poisson process of rate r, fetched `age` seconds ago and kept for `horizon`
+seconds after this fetch, that is P(changed since) x E[time fresh within the horizon] =
+(1 - e^(-r age)) (1 - e^(-r horizon)) / r (Cho and Garcia-Molina: a page changing much faster
+than it can be fetched buys little, one that never changes buys nothing). r is estimated from
+the page's own fetches with Cho and Garcia-Molina's estimator, -ln((n - X + 0.5) / (n + 0.5))
+over the mean interval, n fetches after the first and X of them changed. Pages dated by a
+sitemap come first: their change is known, not estimated.
+"""
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy
+from scrapeflow_dagster.engine.state.schema import (
+    StatusData,
+    executor_names,
+    is_success,
+    last_run,
+)
+
+# Why a task is due (`DueTask.reason`).
+LEARNED = "learned"  # its learned interval has passed
+LASTMOD = "lastmod"  # its sitemap dates it after its fetch
+UNLEARNED = "unlearned"  # never observed by `pages`: older than the initial interval
+
+
+@dataclass(frozen=True, slots=True)
+class DueTask:
+    """A task a refresh may fetch, and what its fetch is worth (see the module)."""
+
+    key: str
+    host: str
+    due_at: datetime
+    fetched_at: datetime
+    rate_per_second: float  # estimated rate of change
+    gain_seconds: float  # expected fresh time the fetch buys
+    reason: str  # LEARNED, LASTMOD or UNLEARNED
+
+
+def change_rate(revisit: Revisit) -> float:
+    """The page's estimated changes per second (see the module); before a second fetch, one
+    change per interval."""
+    observed = revisit.fetches - 1
+    if observed <= 0 or revisit.observed_seconds <= 0:
+        return 1.0 / revisit.interval_seconds
+    mean_interval = revisit.observed_seconds / observed
+    unchanged = observed - min(revisit.changes, observed)
+    return -math.log((unchanged + 0.5) / (observed + 0.5)) / mean_interval
+
+
+def freshness_gain(rate: float, age_seconds: float, horizon_seconds: float) -> float:
+    """Expected seconds of freshness a fetch now buys (see the module)."""
+    if rate <= 0:
+        return 0.0
+    changed = -math.expm1(-rate * max(0.0, age_seconds))
+    return changed * -math.expm1(-rate * horizon_seconds) / rate
+
+
+def revisit_of(status: Mapping[str, Any]) -> Revisit | None:
+    """The learned state in a task's status: the `revisit` of the first output that has one
+    (the `pages` step's in the shipped chain)."""
+    for name in executor_names(status):
+        output = status.get(name)
+        if isinstance(output, Mapping) and "revisit" in output:
+            return Revisit.from_output(output["revisit"])
+    return None
+
+
+def host_of(url: object) -> str:
+    """The host:port a task's URL names ('' when it names none)."""
+    try:
+        return urlsplit(url).netloc.lower() if isinstance(url, str) else ""
+    except ValueError:
+        return ""
+
+
+def due_task(
+    key: str,
+    status: StatusData,
+    fetcher: str,
+    now: datetime,
+    *,
+    unlearned_seconds: float,
+    lastmod: datetime | None = None,
+) -> DueTask | None:
+    """`key` as a due task when it is due at `now` (naive UTC), else None; a task whose fetch
+    (`fetcher`) has not succeeded is never due here (a failure is the retry's business).
+
+    A task `pages` has not observed since its fetch is due `unlearned_seconds` after it (or
+    after its own `revisit_initial_seconds`), as a fixed-age refresh would have it.
+    """
+    if not is_success(status, fetcher):
+        return None
+    fetched = last_run(status, fetcher)
+    if fetched is None:
+        return None
+    revisit = revisit_of(status)
+    if revisit is None or revisit.observed_at < fetched:
+        # Not observed since its last fetch (no parse step, or it has not run yet).
+        own = RevisitPolicy(initial_seconds=max(unlearned_seconds, 1e-6))  # 0: due at once
+        interval = own.for_params(status.get("params") or {}).initial_seconds
+        revisit = Revisit(observed_at=fetched, interval_seconds=interval)
+        reason = UNLEARNED
+    else:
+        reason = LEARNED
+    host = host_of((status.get("params") or {}).get("url"))
+    return learned_due(key, host, revisit, now, lastmod=lastmod, reason=reason)
+
+
+def learned_due(
+    key: str,
+    host: str,
+    revisit: Revisit,
+    now: datetime,
+    *,
+    lastmod: datetime | None = None,
+    reason: str = LEARNED,
+) -> DueTask | None:
+    """The page `key` at `host` with the learned state `revisit` as a due task when it is due
+    at `now` (its interval has passed, or its sitemap `lastmod` is after its fetch), else None.
+    What a refresh plans by, whether the state comes from a status file or a simulation."""
+    due_at, fetched = revisit.due_at, revisit.observed_at
+    if lastmod is not None and lastmod > fetched:
+        due_at, reason = fetched, LASTMOD
+    if due_at > now:
+        return None
+    rate = change_rate(revisit) if reason != UNLEARNED else 1.0 / revisit.interval_seconds
+    return DueTask(
+        key=key,
+        host=host,
+        due_at=due_at,
+        fetched_at=fetched,
+        rate_per_second=rate,
+        gain_seconds=freshness_gain(
+            rate, (now - fetched).total_seconds(), revisit.interval_seconds
+        ),
+        reason=reason,
+    )
+
+
+def due_tasks(
+    statuses: Iterable[tuple[str, StatusData]],
+    fetcher: str,
+    now: datetime,
+    *,
+    unlearned_seconds: float,
+    lastmods: Mapping[str, datetime] | None = None,
+) -> list[DueTask]:
+    """The tasks among `statuses` due at `now` (see `due_task`); `lastmods` are the sitemap
+    dates by key (aware or naive UTC)."""
+    dated = {
+        key: (when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when)
+        for key, when in (lastmods or {}).items()
+    }
+    found = []
+    for key, status in statuses:
+        task = due_task(
+            key, status, fetcher, now, unlearned_seconds=unlearned_seconds, lastmod=dated.get(key)
+        )
+        if task is not None:
+            found.append(task)
+    return found
+
+
+def plan_refresh(
+    due: Iterable[DueTask], *, budget: int | None = None, host_budget: int | None = None
+) -> list[DueTask]:
+    """The due tasks to fetch: those a sitemap dated first, then by the freshness they buy
+    (the longest overdue first among equals), at most `budget` in all and `host_budget` per
+    host (None: no limit).
+
+    Raises:
+        ValueError: naming the budget when it is negative.
+    """
+    for name, value in (("budget", budget), ("host budget", host_budget)):
+        if value is not None and value < 0:
+            raise ValueError(f"the {name} must be a number of requests >= 0, got {value}")
+    ranked = sorted(
+        due, key=lambda task: (task.reason != LASTMOD, -task.gain_seconds, task.due_at, task.key)
+    )
+    chosen: list[DueTask] = []
+    per_host: dict[str, int] = {}
+    for task in ranked:
+        if budget is not None and len(chosen) >= budget:
+            break
+        if host_budget is not None and per_host.get(task.host, 0) >= host_budget:
+            continue
+        per_host[task.host] = per_host.get(task.host, 0) + 1
+        chosen.append(task)
+    return chosen
