@@ -458,6 +458,31 @@ def rows_chain_scale(data: dict[str, Any], _out: str) -> list[Row]:
     return rows
 
 
+def rows_refresh(data: dict[str, Any], _out: str) -> list[Row]:
+    rows: list[Row] = []
+    for name, s in (data.get("summary") or {}).items():
+        b = s.get("budget")
+        best = max(s.get("ratio_learned") or 0, s.get("ratio_fill") or 0)
+        rows += [
+            [
+                "refresh",
+                f"{name} {b}/h: learned / fixed freshness",
+                best,
+                ">= 1.5",
+                _verdict(s.get("goal_ok")),
+            ],
+            ["refresh", f"{name} {b}/h: ceiling (1 / fixed)", s.get("ratio_ceiling"), "", "-"],
+            [
+                "refresh",
+                f"{name} {b}/h: every change recorded, none false",
+                None,
+                "all",
+                _verdict(bool(s.get("all_recorded") and s.get("no_false_reports"))),
+            ],
+        ]
+    return rows
+
+
 def rows_shards(_data: dict[str, Any], out: str) -> list[Row]:
     # bench_shards prints "<two> / <one>: 1.56x pages/s (target >= 1.6)" per comparison.
     rows: list[Row] = []
@@ -488,6 +513,7 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("retention", "bench.bench_retention", rows_retention, True),
     ("scale", "bench.bench_dagster", rows_scale, True),
     ("chain-scale", "bench.bench_chain_scale", rows_chain_scale, True),
+    ("refresh", "bench.bench_refresh", rows_refresh, True),
 ]
 # Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs;
 # chain-scale (--with-chain-scale or --only chain-scale): the chain at 100k, ~3 GB of disk.
@@ -516,6 +542,7 @@ QUICK_ARGS = {
     "status": ["--sizes", "2000", "--rounds", "1"],
     "retention": ["--tasks", "60", "--refreshes", "2"],
     "chain-scale": ["--sizes", "2000", "--status-rounds", "1"],
+    "refresh": ["--pages", "50", "--days", "2"],
 }
 
 

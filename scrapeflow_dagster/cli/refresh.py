@@ -36,6 +36,7 @@ from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.lastmods import lastmods
 from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.revisit.plan import (
+    EARLY,
     LASTMOD,
     DueTask,
     due_tasks,
@@ -59,7 +60,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
 _NEVER_AGAIN = {ErrorKind.PERMANENT.value, ErrorKind.DISALLOWED.value}
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, option: str = "--older-than") -> float:
     """Seconds of a duration such as `90`, `30m`, `12h`, `7d`, `2w` (no unit: seconds).
 
     Raises:
@@ -68,7 +69,7 @@ def parse_duration(text: str) -> float:
     found = _DURATION.fullmatch(text.strip().lower())
     if found is None:
         raise common.UsageError(
-            f"--older-than {text!r}: expected a number with an optional unit s, m, h, d or w"
+            f"{option} {text!r}: expected a number with an optional unit s, m, h, d or w"
         )
     return float(found.group(1)) * _UNITS[found.group(2) or "s"]
 
@@ -95,6 +96,13 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         type=_requests,
         metavar="N",
         help="fetch at most N pages in this refresh (the most valuable first)",
+    )
+    refresh.add_argument(
+        "--horizon",
+        default="1d",
+        metavar="DURATION",
+        help="with --due and a budget: the time over which a fetch's freshness is counted "
+        "(default 1d; about the time between refreshes)",
     )
     refresh.add_argument(
         "--host-budget",
@@ -169,7 +177,13 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         else:
             print(f"nothing to refresh: no {what} task (fetched longer ago than {older_than})")
         return 0
-    stale_words = "due" if args.due else f"fetched longer ago than {older_than}"
+    stale_words = (
+        "due or worth the budget"
+        if args.due and (args.budget is not None or args.host_budget is not None)
+        else "due"
+        if args.due
+        else f"fetched longer ago than {older_than}"
+    )
     print(
         f"refresh: {common.plural(len(due.stale), 'task')} {stale_words}"
         + (f", {len(due.failed)} failed" if args.failed else "")
@@ -232,11 +246,19 @@ def learned_due(
     (`engine.revisit.plan`); with `--failed`, failed tasks worth asking again while the
     budget lasts."""
     statuses = list(iter_statuses(status_dir))
+    budgeted = args.budget is not None or args.host_budget is not None
     found = due_tasks(
-        statuses, fetcher, utc_now(), unlearned_seconds=unlearned_seconds, lastmods=dated
+        statuses,
+        fetcher,
+        utc_now(),
+        unlearned_seconds=unlearned_seconds,
+        lastmods=dated,
+        horizon_seconds=parse_duration(args.horizon, "--horizon"),
+        any_time=budgeted,  # a budget goes where it buys the most, due or not
     )
     chosen = plan_refresh(found, budget=args.budget, host_budget=args.host_budget)
-    due = DueTasks(over_budget=len(found) - len(chosen))
+    waiting = [task for task in found if task.reason != EARLY]
+    due = DueTasks(over_budget=len(waiting) - len([t for t in chosen if t.reason != EARLY]))
     for task in chosen:
         (due.changed if task.reason == LASTMOD else due.stale).add(task.key)
     if args.failed:

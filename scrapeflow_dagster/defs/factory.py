@@ -7,6 +7,7 @@ from typing import Any
 import dagster as dg
 
 from scrapeflow_dagster.defs.chain import built_from
+from scrapeflow_dagster.defs.changes_report import changes_report, changes_report_schedule
 from scrapeflow_dagster.defs.executor_assets import chain_asset
 from scrapeflow_dagster.defs.long_lived import freeze_loaded_objects
 from scrapeflow_dagster.defs.report_asset import crawl_report, crawl_report_schedule
@@ -64,7 +65,8 @@ def scrapeflow_definitions(
         resources: replaces default resources by key (e.g. a `ScrapeSettingsResource` with
             other limits).
         assets: other assets of the code location that the sensors do not run (the
-            `crawl_report` asset and its schedule are always included).
+            `crawl_report` and `changes_report` assets and their schedules are always
+            included).
         executor: the runs' executor (None: Dagster's default, one process per step on this
             machine; `scaleout.local.local_executor()` the same with steps forked from a
             preloaded server; `scaleout.celery.executor_from_env()` for Celery workers).
@@ -76,7 +78,7 @@ def scrapeflow_definitions(
     # executor (Celery, yours) may not know that config.
     local = takes_in_process_config(executor) and configured_broker() is None
     definitions = dg.Definitions(
-        assets=[executor_chain(executor_assets), crawl_report, *assets],
+        assets=[executor_chain(executor_assets), crawl_report, changes_report, *assets],
         sensors=[
             build_inbox_sensor(executor_assets, in_process_small_runs=local),
             build_retry_sensor(executor_assets, in_process_small_runs=local),
@@ -86,6 +88,7 @@ def scrapeflow_definitions(
         schedules=[
             build_refresh_schedule(executor_assets, in_process_small_runs=local),
             crawl_report_schedule,
+            changes_report_schedule,
         ],
         resources=_with_shard_reports_beside_the_data(resources or {}),
         executor=executor,

@@ -19,6 +19,7 @@ from scrapeflow_dagster.engine.proxies import (
     ProxyProviderFromWebshare,
 )
 from scrapeflow_dagster.engine.retry.between_runs import RetryRules
+from scrapeflow_dagster.engine.revisit.rule import RevisitPolicy
 from scrapeflow_dagster.engine.settings import (
     DEFAULT_MAX_PARALLELISM,
     DEFAULT_PROXY_COOLDOWN_SECONDS,
@@ -29,6 +30,7 @@ from scrapeflow_dagster.engine.settings import (
     PoliteSettings,
     RenderSettings,
     RetryPolicy,
+    RevisitSettings,
     ScrapeSettings,
 )
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
@@ -42,6 +44,7 @@ _SETTINGS = ScrapeSettings()
 _POLICY = _SETTINGS.retry
 _POLITE = _SETTINGS.polite
 _RENDER = _SETTINGS.render
+_REVISIT = _SETTINGS.revisit
 
 
 class ScrapeSettingsResource(dg.ConfigurableResource):
@@ -98,6 +101,15 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     render_settle_seconds: float = _RENDER.settle_seconds
     render_pages_per_context: int = _RENDER.pages_per_context
     render_pages_at_once: int = _RENDER.pages_at_once
+    # How `pages` learns when each page changes (docs/refresh.md): the revisit interval's
+    # bounds and first value (seconds; a task's params may set its own), the text that never
+    # counts as a change (regexes), and the earlier bodies kept per task to diff a change.
+    revisit_min_seconds: float = _REVISIT.policy.min_seconds
+    revisit_max_seconds: float = _REVISIT.policy.max_seconds
+    revisit_initial_seconds: float = _REVISIT.policy.initial_seconds
+    change_ignore: list[str] | None = None  # None: dates, clock times, view counters
+    change_ignore_extra: list[str] = Field(default_factory=list)  # more, kept with those
+    revisit_bodies_kept: int = _REVISIT.bodies_kept
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -143,6 +155,18 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 settle_seconds=self.render_settle_seconds,
                 pages_per_context=self.render_pages_per_context,
                 pages_at_once=self.render_pages_at_once,
+            ),
+            revisit=RevisitSettings(
+                policy=RevisitPolicy(
+                    min_seconds=self.revisit_min_seconds,
+                    max_seconds=self.revisit_max_seconds,
+                    initial_seconds=self.revisit_initial_seconds,
+                ),
+                change_ignore=(
+                    *(_REVISIT.change_ignore if self.change_ignore is None else self.change_ignore),
+                    *self.change_ignore_extra,
+                ),
+                bodies_kept=self.revisit_bodies_kept,
             ),
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,
@@ -190,12 +214,19 @@ class StatusStoreResource(dg.ConfigurableResource):
 _RETRY_DEFAULTS = RetryRules()
 
 
+# How the refresh schedule picks its tasks (`AutomationSettingsResource.refresh_policy`).
+REFRESH_AGE, REFRESH_LEARNED = "age", "learned"
+REFRESH_POLICIES = (REFRESH_AGE, REFRESH_LEARNED)
+
+
 class AutomationSettingsResource(dg.ConfigurableResource):
     """How the retry sensor and the refresh schedule decide what to run again.
 
     Shown in the UI's resource config; each field may come from an environment variable
     (`SCRAPEFLOW_RETRY_MAX_FAILED_RUNS`, `SCRAPEFLOW_RETRY_BACKOFF_SECONDS`,
-    `SCRAPEFLOW_REFRESH_MAX_AGE_HOURS`) through `dg.EnvVar` in definitions.
+    `SCRAPEFLOW_REFRESH_MAX_AGE_HOURS`, `SCRAPEFLOW_REFRESH_POLICY`,
+    `SCRAPEFLOW_REFRESH_BUDGET`, `SCRAPEFLOW_REFRESH_HOST_BUDGET`) through `dg.EnvVar` in
+    definitions.
     """
 
     # Failed runs in a row, then stop.
@@ -203,8 +234,31 @@ class AutomationSettingsResource(dg.ConfigurableResource):
     # Doubles per failure.
     retry_backoff_seconds: int = int(_RETRY_DEFAULTS.backoff_base_seconds)
     retry_backoff_max_seconds: int = int(_RETRY_DEFAULTS.backoff_max_seconds)
-    # The refresh schedule re-scrapes successes older than this.
+    # The refresh schedule re-scrapes successes older than this ("age"), or ("learned") the
+    # pages whose learned revisit interval has passed, pages not yet observed by this age.
     refresh_max_age_hours: int = DEFAULT_REFRESH_MAX_AGE_HOURS
+    refresh_policy: str = REFRESH_AGE
+    # Requests per refresh, and per host (0: no limit); the most valuable first.
+    refresh_budget: int = 0
+    refresh_host_budget: int = 0
+
+    def refresh_plan(self) -> tuple[str, int | None, int | None]:
+        """`(policy, budget, host budget)`, budgets None for no limit.
+
+        Raises:
+            ValueError: naming the field: an unknown policy, a negative budget.
+        """
+        if self.refresh_policy not in REFRESH_POLICIES:
+            raise ValueError(
+                f"automation_settings.refresh_policy must be one of "
+                f"{', '.join(REFRESH_POLICIES)}, got {self.refresh_policy!r}"
+            )
+        check_bounds(self, not_negative=("refresh_budget", "refresh_host_budget"))
+        return (
+            self.refresh_policy,
+            self.refresh_budget or None,
+            self.refresh_host_budget or None,
+        )
 
     def refresh_max_age_seconds(self) -> float:
         """`refresh_max_age_hours` in seconds.
@@ -367,8 +421,14 @@ def automation_settings_from_env() -> AutomationSettingsResource:
         "retry_max_failed_runs": "SCRAPEFLOW_RETRY_MAX_FAILED_RUNS",
         "retry_backoff_seconds": "SCRAPEFLOW_RETRY_BACKOFF_SECONDS",
         "refresh_max_age_hours": "SCRAPEFLOW_REFRESH_MAX_AGE_HOURS",
+        "refresh_budget": "SCRAPEFLOW_REFRESH_BUDGET",
+        "refresh_host_budget": "SCRAPEFLOW_REFRESH_HOST_BUDGET",
     }
-    fields = {field: dg.EnvVar.int(env) for field, env in names.items() if os.environ.get(env)}
+    fields: dict[str, Any] = {
+        field: dg.EnvVar.int(env) for field, env in names.items() if os.environ.get(env)
+    }
+    if os.environ.get("SCRAPEFLOW_REFRESH_POLICY"):
+        fields["refresh_policy"] = dg.EnvVar("SCRAPEFLOW_REFRESH_POLICY")
     return AutomationSettingsResource(**fields)
 
 

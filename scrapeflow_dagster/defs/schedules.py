@@ -7,10 +7,27 @@ import dagster as dg
 
 from scrapeflow_dagster.defs.automation import ExecutorChain, cron_from_env, range_run_requests
 from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
+from scrapeflow_dagster.defs.resources import (
+    REFRESH_LEARNED,
+    AutomationSettingsResource,
+    StatusStoreResource,
+)
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
+from scrapeflow_dagster.engine.revisit.plan import (
+    LASTMOD,
+    DueTask,
+    due_tasks,
+    host_of,
+    plan_refresh,
+)
 from scrapeflow_dagster.engine.state.files import iter_statuses
-from scrapeflow_dagster.engine.state.schema import StatusData, is_fresh, is_success, utc_now
+from scrapeflow_dagster.engine.state.schema import (
+    StatusData,
+    is_fresh,
+    is_success,
+    last_run,
+    utc_now,
+)
 
 # Deployment setting, read when the definitions load (Dagster needs the cron then).
 REFRESH_CRON_ENV = "SCRAPEFLOW_REFRESH_CRON"
@@ -53,7 +70,9 @@ def build_refresh_schedule(
         target=[root],
         description=(
             f"Cron {cron!r} (${REFRESH_CRON_ENV}, default daily at 03:00): re-run {root_name} "
-            "for tasks older than automation_settings.refresh_max_age_hours."
+            "for tasks older than automation_settings.refresh_max_age_hours, or, with "
+            "refresh_policy 'learned', those whose learned revisit interval has passed, "
+            "within refresh_budget and refresh_host_budget."
         ),
     )
     def refresh_schedule(
@@ -62,10 +81,28 @@ def build_refresh_schedule(
         automation_settings: AutomationSettingsResource,
     ) -> list[dg.RunRequest] | dg.SkipReason:
         """Request runs over ranges of stale tasks with `refresh_older_than_seconds` set, so
-        tasks in a range that are still fresh are skipped by the run itself."""
+        tasks in a range that are still fresh are skipped by the run itself; with the learned
+        policy, over the due tasks the budgets allow (`engine.revisit.plan`)."""
         max_age_seconds = automation_settings.refresh_max_age_seconds()
-        statuses = iter_statuses(status_store.layout().status_dir)
+        policy, budget, host_budget = automation_settings.refresh_plan()
+        statuses = list(iter_statuses(status_store.layout().status_dir))
         stale, succeeded = stale_keys(statuses, root_name, utc_now(), max_age_seconds)
+        if policy == REFRESH_LEARNED:
+            found = due_tasks(
+                statuses,
+                root_name,
+                utc_now(),
+                unlearned_seconds=max_age_seconds,
+                any_time=budget is not None,  # a budget goes where it buys the most
+            )
+            chosen = plan_refresh(found, budget=budget, host_budget=host_budget)
+            stale = {task.key for task in chosen if task.reason != LASTMOD}
+            # Chosen by their own intervals: none is skipped as fresh by the run.
+            max_age_seconds = 0.0
+            if not stale:
+                return dg.SkipReason("no task is due (learned revisit intervals)")
+        elif budget is not None or host_budget is not None:
+            stale = {task.key for task in _oldest(statuses, root_name, stale, budget, host_budget)}
         if not stale:
             return dg.SkipReason("no task is older than the maximum age")
         ordered = context.instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
@@ -78,3 +115,22 @@ def build_refresh_schedule(
         )
 
     return refresh_schedule
+
+
+def _oldest(
+    statuses: Sequence[tuple[str, StatusData]],
+    name: str,
+    stale: set[str],
+    budget: int | None,
+    host_budget: int | None,
+) -> list[DueTask]:
+    """The stale tasks within the budgets, the oldest fetches first."""
+    now = utc_now()
+    ranked = []
+    for key, status in statuses:
+        fetched = last_run(status, name)
+        if key in stale and fetched is not None:
+            age = (now - fetched).total_seconds()
+            host = host_of(status["params"].get("url"))
+            ranked.append(DueTask(key, host, fetched, fetched, 0.0, age, "age"))
+    return plan_refresh(ranked, budget=budget, host_budget=host_budget)

@@ -9,6 +9,7 @@ The data path, one folder per stage:
     retry/      per request (inside a run) and per task (between runs), range planning
     proxies/    where proxies come from and which ones are bad
     history/    DuckDB: spooled rows, sync, rebuild from status files, queries
+    revisit/    whether a page changed, what changed, when to fetch it again (`pages` observes)
 
 `executor`, `status`, `scrape` and `proxies` keep scrapeflow's import paths; `errors`,
 `settings` and `redact` are shared by every stage.

@@ -11,6 +11,7 @@ from typing import Self
 from aiohttp import web
 
 from scrapeflow_dagster.site.app import FaultRates, build_site
+from scrapeflow_dagster.site.content.changing import DEFAULT_CHANGING_PAGES
 from scrapeflow_dagster.site.crawling.graph import DEFAULT_GRAPH_SIZE
 
 DEFAULT_HOST = "127.0.0.1"
@@ -43,6 +44,8 @@ class LocalSite:
         internal_base: str | None = None,
         other_origin: str | None = None,
         cross_submit: Sequence[str] = (),
+        changing_pages: int = DEFAULT_CHANGING_PAGES,
+        changing_rates: Sequence[float] | None = None,
     ) -> None:
         self.host = host
         self.app = build_site(
@@ -58,6 +61,8 @@ class LocalSite:
             internal_base=internal_base,
             other_origin=other_origin,
             cross_submit=cross_submit,
+            changing_pages=changing_pages,
+            changing_rates=changing_rates,
         )
         self._requested_port = port
         self._port: int | None = None
@@ -141,6 +146,8 @@ class SiteThread:
         internal_base: str | None = None,
         other_origin: str | None = None,
         cross_submit: Sequence[str] = (),
+        changing_pages: int = DEFAULT_CHANGING_PAGES,
+        changing_rates: Sequence[float] | None = None,
         startup_timeout_seconds: float = 10.0,
     ) -> None:
         self._site = LocalSite(
@@ -158,6 +165,8 @@ class SiteThread:
             internal_base=internal_base,
             other_origin=other_origin,
             cross_submit=cross_submit,
+            changing_pages=changing_pages,
+            changing_rates=changing_rates,
         )
         self._startup_timeout_seconds = startup_timeout_seconds
         self._ready = threading.Event()
@@ -231,6 +240,8 @@ def run_site_forever(
     internal_base: str | None = None,
     other_origin: str | None = None,
     cross_submit: Sequence[str] = (),
+    changing_pages: int = DEFAULT_CHANGING_PAGES,
+    changing_rates: Sequence[float] | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the site until Ctrl+C or SIGTERM; blocks the calling thread.
@@ -249,6 +260,8 @@ def run_site_forever(
         internal_base: see `build_site`.
         other_origin: see `build_site`.
         cross_submit: see `build_site`.
+        changing_pages: see `build_site`.
+        changing_rates: see `build_site`.
         on_ready: called with the base URL once the site listens (the CLI prints it).
 
     Raises:
@@ -268,6 +281,8 @@ def run_site_forever(
         internal_base=internal_base,
         other_origin=other_origin,
         cross_submit=cross_submit,
+        changing_pages=changing_pages,
+        changing_rates=changing_rates,
     )
 
     async def serve() -> None:

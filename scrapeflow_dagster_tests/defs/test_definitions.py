@@ -26,15 +26,19 @@ def test_definitions_resolve_with_assets_sensors_schedule() -> None:
     repo = defs.get_repository_def()
 
     all_assets = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
-    assert all_assets == {"scrape", "validation", "pages", "crawl_report"}
-    assets = all_assets - {"crawl_report"}  # the executor assets
+    assert all_assets == {"scrape", "validation", "pages", "crawl_report", "changes_report"}
+    assets = all_assets - {"crawl_report", "changes_report"}  # the executor assets
     assert {s.name for s in repo.sensor_defs} == {
         "inbox_sensor",
         "retry_sensor",
         "frontier_sensor",
         "retention_sensor",
     }
-    assert {s.name for s in repo.schedule_defs} == {"refresh_schedule", "crawl_report_schedule"}
+    assert {s.name for s in repo.schedule_defs} == {
+        "refresh_schedule",
+        "crawl_report_schedule",
+        "changes_report_schedule",
+    }
     assert set(repo.get_top_level_resources()) >= {
         "scrape_settings",
         "status_store",
@@ -42,6 +46,7 @@ def test_definitions_resolve_with_assets_sensors_schedule() -> None:
         "automation_settings",
     }
     assert graph_is_unpartitioned(repo, "crawl_report")
+    assert graph_is_unpartitioned(repo, "changes_report")
     graph = repo.asset_graph
     assert graph.get(dg.AssetKey("validation")).parent_keys == {dg.AssetKey("scrape")}
     assert graph.get(dg.AssetKey("pages")).parent_keys == {
@@ -153,9 +158,11 @@ STAGE_IMPORTS = {
         "gate",
         "extract",
         "render",
+        "revisit",
         "executors",
     },
     "extract": {"state", "extract"},
+    "revisit": {"state", "revisit"},
     "render": {"errors", "redact", "settings", "state", "run", "gate", "render"},
     "gate": {
         "errors",
@@ -209,6 +216,7 @@ def test_each_engine_stage_imports_only_what_its_docstring_allows() -> None:
         (INTERVAL_ENV, "30s", "must be a whole number of seconds >= 1, got '30s'"),
         ("SCRAPEFLOW_REFRESH_CRON", "bogus", "must be a cron schedule of 5 fields"),
         ("SCRAPEFLOW_REPORT_CRON", "*/30 * *", "must be a cron schedule of 5 fields"),
+        ("SCRAPEFLOW_CHANGES_REPORT_CRON", "0 * *", "must be a cron schedule of 5 fields"),
     ],
 )
 def test_a_bad_deployment_variable_is_named_when_the_location_loads(

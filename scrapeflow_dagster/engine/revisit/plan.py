@@ -1,16 +1,23 @@
-"""Which due tasks a refresh fetches, within a request budget per run and per host.
+"""Which tasks a refresh fetches: those due, or, within a request budget per run and per host,
+those whose fetch buys the most expected freshness.
 
 A task is due when its learned interval has passed since its fetch (`rule`), when a sitemap
 dates its page after that fetch (`lastmod`), or, never observed by `pages`, when it is older
-than the policy's initial interval. When more are due than the budget allows, a fetch is worth
-what it buys: the expected time the stored copy is fresh that it would not otherwise be. For a
-page changing as a Poisson process of rate r, fetched `age` seconds ago and kept for `horizon`
-seconds after this fetch, that is P(changed since) x E[time fresh within the horizon] =
-(1 - e^(-r age)) (1 - e^(-r horizon)) / r (Cho and Garcia-Molina: a page changing much faster
-than it can be fetched buys little, one that never changes buys nothing). r is estimated from
-the page's own fetches with Cho and Garcia-Molina's estimator, -ln((n - X + 0.5) / (n + 0.5))
-over the mean interval, n fetches after the first and X of them changed. Pages dated by a
-sitemap come first: their change is known, not estimated.
+than the policy's initial interval. Without a budget, a refresh fetches what is due. With one,
+every observed page competes for it, due or not, by what its fetch is worth: the expected time
+over the next `horizon` (a day by default, the same for every page) that the stored copy is
+fresh and would not otherwise be. For a page changing as a Poisson process of rate r, fetched
+`age` seconds ago, that is P(changed since) x E[time fresh within the horizon] =
+(1 - e^(-r age)) (1 - e^(-r horizon)) / r. A page that changes much faster than it can be
+fetched buys little (its copy is stale again within the hour, however often it is fetched);
+one that never changes buys nothing (Cho and Garcia-Molina: spending requests in proportion to
+change rates is worse than spending them uniformly; this spends them where they keep copies
+fresh). r is estimated from the page's own fetches, -ln((n - X + 0.5) / (n + 1)) over their
+mean interval, n fetches after the first and X of them changed (Cho and Garcia-Molina's
+estimator, with a prior so that a page not yet seen changing is not taken for one that never
+will). Pages dated by a sitemap come first: their change is known, not estimated. (On the
+bundled site's week, benchmarked in `bench/bench_refresh.py`, ranking only the due pages spent
+the budget on pages that change every hour and starved the weekly ones.)
 """
 
 import math
@@ -28,8 +35,10 @@ from scrapeflow_dagster.engine.state.schema import (
     last_run,
 )
 
+DAY = 86_400.0
 # Why a task is due (`DueTask.reason`).
 LEARNED = "learned"  # its learned interval has passed
+EARLY = "early"  # not due: a candidate for a budget's spare requests
 LASTMOD = "lastmod"  # its sitemap dates it after its fetch
 UNLEARNED = "unlearned"  # never observed by `pages`: older than the initial interval
 
@@ -55,7 +64,7 @@ def change_rate(revisit: Revisit) -> float:
         return 1.0 / revisit.interval_seconds
     mean_interval = revisit.observed_seconds / observed
     unchanged = observed - min(revisit.changes, observed)
-    return -math.log((unchanged + 0.5) / (observed + 0.5)) / mean_interval
+    return -math.log((unchanged + 0.5) / (observed + 1)) / mean_interval
 
 
 def freshness_gain(rate: float, age_seconds: float, horizon_seconds: float) -> float:
@@ -92,9 +101,12 @@ def due_task(
     *,
     unlearned_seconds: float,
     lastmod: datetime | None = None,
+    horizon_seconds: float = DAY,
+    any_time: bool = False,
 ) -> DueTask | None:
-    """`key` as a due task when it is due at `now` (naive UTC), else None; a task whose fetch
-    (`fetcher`) has not succeeded is never due here (a failure is the retry's business).
+    """`key` as a due task when it is due at `now` (naive UTC), else None (with `any_time`, as
+    an `EARLY` candidate when it is observed but not due); a task whose fetch (`fetcher`) has
+    not succeeded is never due here (a failure is the retry's business).
 
     A task `pages` has not observed since its fetch is due `unlearned_seconds` after it (or
     after its own `revisit_initial_seconds`), as a fixed-age refresh would have it.
@@ -114,7 +126,16 @@ def due_task(
     else:
         reason = LEARNED
     host = host_of((status.get("params") or {}).get("url"))
-    return learned_due(key, host, revisit, now, lastmod=lastmod, reason=reason)
+    return learned_due(
+        key,
+        host,
+        revisit,
+        now,
+        lastmod=lastmod,
+        reason=reason,
+        horizon_seconds=horizon_seconds,
+        any_time=any_time and reason == LEARNED,
+    )
 
 
 def learned_due(
@@ -125,25 +146,29 @@ def learned_due(
     *,
     lastmod: datetime | None = None,
     reason: str = LEARNED,
+    horizon_seconds: float = DAY,
+    any_time: bool = False,
 ) -> DueTask | None:
     """The page `key` at `host` with the learned state `revisit` as a due task when it is due
-    at `now` (its interval has passed, or its sitemap `lastmod` is after its fetch), else None.
-    What a refresh plans by, whether the state comes from a status file or a simulation."""
+    at `now` (its interval has passed, or its sitemap `lastmod` is after its fetch), else None,
+    or with `any_time` an `EARLY` candidate; its gain counted over `horizon_seconds`. What a
+    refresh plans by, whether the state comes from a status file or a simulation."""
     due_at, fetched = revisit.due_at, revisit.observed_at
     if lastmod is not None and lastmod > fetched:
         due_at, reason = fetched, LASTMOD
     if due_at > now:
-        return None
+        if not any_time:
+            return None
+        reason = EARLY
     rate = change_rate(revisit) if reason != UNLEARNED else 1.0 / revisit.interval_seconds
+    age = (now - fetched).total_seconds()
     return DueTask(
         key=key,
         host=host,
         due_at=due_at,
         fetched_at=fetched,
         rate_per_second=rate,
-        gain_seconds=freshness_gain(
-            rate, (now - fetched).total_seconds(), revisit.interval_seconds
-        ),
+        gain_seconds=freshness_gain(rate, age, horizon_seconds),
         reason=reason,
     )
 
@@ -155,9 +180,12 @@ def due_tasks(
     *,
     unlearned_seconds: float,
     lastmods: Mapping[str, datetime] | None = None,
+    horizon_seconds: float = DAY,
+    any_time: bool = False,
 ) -> list[DueTask]:
-    """The tasks among `statuses` due at `now` (see `due_task`); `lastmods` are the sitemap
-    dates by key (aware or naive UTC)."""
+    """The tasks among `statuses` due at `now` (see `due_task`; with `any_time`, every
+    observed task, for a budget to choose among); `lastmods` are the sitemap dates by key
+    (aware or naive UTC)."""
     dated = {
         key: (when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when)
         for key, when in (lastmods or {}).items()
@@ -165,7 +193,14 @@ def due_tasks(
     found = []
     for key, status in statuses:
         task = due_task(
-            key, status, fetcher, now, unlearned_seconds=unlearned_seconds, lastmod=dated.get(key)
+            key,
+            status,
+            fetcher,
+            now,
+            unlearned_seconds=unlearned_seconds,
+            lastmod=dated.get(key),
+            horizon_seconds=horizon_seconds,
+            any_time=any_time,
         )
         if task is not None:
             found.append(task)
@@ -175,9 +210,9 @@ def due_tasks(
 def plan_refresh(
     due: Iterable[DueTask], *, budget: int | None = None, host_budget: int | None = None
 ) -> list[DueTask]:
-    """The due tasks to fetch: those a sitemap dated first, then by the freshness they buy
-    (the longest overdue first among equals), at most `budget` in all and `host_budget` per
-    host (None: no limit).
+    """The tasks to fetch among `due`: those a sitemap dated first, then by the freshness they
+    buy (the longest overdue first among equals), at most `budget` in all and `host_budget`
+    per host (None: no limit); an `EARLY` candidate only when it buys some.
 
     Raises:
         ValueError: naming the budget when it is negative.
@@ -193,6 +228,8 @@ def plan_refresh(
     for task in ranked:
         if budget is not None and len(chosen) >= budget:
             break
+        if task.reason == EARLY and task.gain_seconds <= 0:
+            break  # ranked by gain: the rest buy nothing either
         if host_budget is not None and per_host.get(task.host, 0) >= host_budget:
             continue
         per_host[task.host] = per_host.get(task.host, 0) + 1
