@@ -472,6 +472,14 @@ def rows_refresh(data: dict[str, Any], _out: str) -> list[Row]:
                 _verdict(s.get("goal_ok")),
             ],
             ["refresh", f"{name} {b}/h: ceiling (1 / fixed)", s.get("ratio_ceiling"), "", "-"],
+            ["refresh", f"{name} {b}/h: oracle greedy / fixed", s.get("ratio_oracle"), "", "-"],
+            [
+                "refresh",
+                f"{name} {b}/h: steady-state optimum / uniform",
+                s.get("ratio_optimum"),
+                "",
+                "-",
+            ],
             [
                 "refresh",
                 f"{name} {b}/h: every change recorded, none false",

@@ -67,7 +67,7 @@ def build_refresh_schedule(
     @dg.schedule(
         name="refresh_schedule",
         cron_schedule=cron,
-        target=[root],
+        target=chain.keys,
         description=(
             f"Cron {cron!r} (${REFRESH_CRON_ENV}, default daily at 03:00): re-run {root_name} "
             "for tasks older than automation_settings.refresh_max_age_hours, or, with "
@@ -106,12 +106,19 @@ def build_refresh_schedule(
         if not stale:
             return dg.SkipReason("no task is older than the maximum age")
         ordered = context.instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
-        ranges = plan_ranges(ordered, stale, passable=succeeded)
+        # Under a budget or a learned plan, a range spans only the chosen tasks: any other in it
+        # would be fetched too (the run's age limit would not stop it).
+        exact = policy == REFRESH_LEARNED or budget is not None or host_budget is not None
+        ranges = plan_ranges(ordered, stale, passable=set() if exact else succeeded)
         config = chain.step_config(refresh_older_than_seconds=max_age_seconds)
         execution = context.scheduled_execution_time
         stamp = execution.isoformat() if execution else ""
+        # A learned plan runs the whole chain: `pages` observes each fetch, so what the plan
+        # learns from is there for the next tick (the age policy leaves the steps after the
+        # fetch to the retry sensor, as before).
+        target = chain.keys if policy == REFRESH_LEARNED else root
         return range_run_requests(
-            chain, root, ranges, ordered, reason="refresh", fingerprint=stamp, run_config=config
+            chain, target, ranges, ordered, reason="refresh", fingerprint=stamp, run_config=config
         )
 
     return refresh_schedule

@@ -3,6 +3,7 @@ workspace.yaml` on a temp home, task files moved into the inbox, nothing done by
 
 import shutil
 import subprocess
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,10 +11,16 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
+from scrapeflow_dagster.defs.partitions import (
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    TASKS_PARTITIONS_NAME,
+    add_task_partitions,
+)
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.inbox import accepted_dir, done_dir
+from scrapeflow_dagster.site.content.changing import version_at
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD, REPO_ROOT
@@ -272,3 +279,66 @@ def test_the_refresh_schedule_in_the_daemon_re_scrapes_stale_tasks(
             )
 
     daemon.wait_until(rebuilt, "validation and pages run again on the refreshed bodies")
+
+
+@pytest.mark.slow  # up to 2 minutes: the schedule fires on the next minute
+def test_the_learned_refresh_schedule_in_the_daemon_fetches_within_its_budget(
+    site_thread: SiteThread, layout: DataLayout, daemon: Daemon
+) -> None:
+    rows = [
+        {
+            "key": f"c{n}",
+            "url": site_thread.url(f"/changing/{n}"),
+            "revisit_min_seconds": "1",
+            "revisit_initial_seconds": "5",  # due 5 s after its first fetch
+        }
+        for n in range(6)
+    ]
+    keys = store_tasks(layout, rows)
+    with dg.DagsterInstance.get() as instance:
+        add_task_partitions(instance, keys)
+    for asset in ASSETS:
+        command = materialize_range_command(asset, keys[0], keys[-1])
+        done = subprocess.run(
+            command, env=daemon.env, cwd=COMMAND_CWD, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    before = {k: load_status(layout.status_dir, k) for k in keys}
+    later = 48 * 3600.0  # two site days: some pages changed
+    request = urllib.request.Request(
+        site_thread.url(f"/control/changing/clock?t={later}"), method="POST"
+    )
+    urllib.request.urlopen(request, timeout=5).close()
+    daemon.env |= {
+        "SCRAPEFLOW_REFRESH_CRON": "* * * * *",
+        "SCRAPEFLOW_REFRESH_POLICY": "learned",
+        "SCRAPEFLOW_REFRESH_BUDGET": "2",
+    }
+    assert "Started schedule" in daemon.cli("schedule", "start", "refresh_schedule")
+    daemon.start()
+
+    with dg.DagsterInstance.get() as instance:
+
+        def refreshed() -> bool:
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "refresh"}))
+            return any(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+
+        daemon.wait_until(refreshed, "a successful learned refresh run")
+        after = {k: load_status(layout.status_dir, k) for k in keys}
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"scrapeflow/reason": "refresh"}))
+    daemon.stop()
+    fetched_again = [
+        k
+        for k in keys
+        if after[k]["scrape_last_run"] > before[k]["scrape_last_run"]  # type: ignore[index]
+    ]
+    # Each run is a range of exactly the tasks chosen (no task between them re-fetched), and
+    # no tick asks for more than the budget's 2 (a later tick may have chosen 2 more).
+    ranges = [(run.tags[RANGE_START_TAG], run.tags[RANGE_END_TAG]) for run in runs]
+    in_runs = {k for first, last in ranges for k in keys[keys.index(first) : keys.index(last) + 1]}
+    assert fetched_again and set(fetched_again) <= in_runs and len(fetched_again) < len(keys)
+    assert all(keys.index(last) - keys.index(first) < 2 for first, last in ranges)
+    for key in fetched_again:
+        state = after[key]["pages"]["revisit"]  # type: ignore[index]
+        n = int(key[1:])
+        assert state["fetches"] == 2 and state["changed"] is (version_at(n, later) > 0)
