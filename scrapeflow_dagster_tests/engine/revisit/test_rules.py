@@ -2,12 +2,14 @@
 what the chain's tests (`test_changes.py`) and the refresh CLI's rely on."""
 
 import math
+import random
+import re
 from datetime import datetime, timedelta
 
 import pytest
 
 from scrapeflow_dagster.engine.revisit.diff import page_change, text_diff
-from scrapeflow_dagster.engine.revisit.digest import text_digest
+from scrapeflow_dagster.engine.revisit.digest import DEFAULT_NOISE, normalised, text_digest
 from scrapeflow_dagster.engine.revisit.plan import (
     EARLY,
     LASTMOD,
@@ -156,3 +158,17 @@ def test_the_diff_names_lines_title_links_and_fields() -> None:
     )
     added, _, count, _ = text_diff("", "\n".join(f"line {n}" for n in range(150)))
     assert len(added) == 100 and count == 150
+
+
+def test_looking_for_noise_only_near_digits_finds_what_looking_everywhere_finds() -> None:
+    rng = random.Random(45)
+    pieces = [
+        "Served Sun, 29 Nov 2026 12:34:56 GMT", "2026-11-29T10:00:00Z", "29 November 2026",
+        "Nov 29, 2026", "10:30 pm", "1,234 views", "word", "x2026-11-29", "12:5", "price 12.50",
+        "Mon,", "views", "  ", "\n", "a" * 70, "Dec 1,", "2026", "7 visits", "ab12:34cd",
+    ]  # fmt: skip
+    pattern = re.compile("|".join(f"(?:{p})" for p in DEFAULT_NOISE))
+    for _ in range(500):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        everywhere = " ".join(pattern.sub(" ", " ".join(text.split())).split())
+        assert normalised(text) == everywhere, text
