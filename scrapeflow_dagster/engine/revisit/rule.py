@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from scrapeflow_dagster.engine.state.params import (
+    REVISIT_INITIAL,
+    REVISIT_MAX,
+    REVISIT_MIN,
+    revisit_seconds,
+)
 from scrapeflow_dagster.engine.state.schema import parse_stamp, stamp
 
 DAY = 86_400.0
-# Task params that override the settings' bounds for one task (a task file's or crawl's).
-REVISIT_MIN = "revisit_min_seconds"
-REVISIT_MAX = "revisit_max_seconds"
-REVISIT_INITIAL = "revisit_initial_seconds"
-REVISIT_PARAMS = (REVISIT_MIN, REVISIT_MAX, REVISIT_INITIAL)
 # A sitemap's `changefreq` as a first interval (sitemaps.org's words).
 CHANGEFREQ_SECONDS = {
     "always": 0.0,  # the minimum
@@ -65,27 +66,15 @@ class RevisitPolicy:
         return min(self.max_seconds, max(self.min_seconds, seconds))
 
     def for_params(self, params: Mapping[str, Any]) -> "RevisitPolicy":
-        """This policy with a task's own bounds (`REVISIT_PARAMS`) where it has them.
+        """This policy with a task's own bounds (`state.params.REVISIT_SETTINGS`) where it has
+        them.
 
         Raises:
             ValueError: naming the param that is not a positive number of seconds.
         """
-        given = {}
-        for name, attribute in (
-            (REVISIT_MIN, "min_seconds"),
-            (REVISIT_MAX, "max_seconds"),
-            (REVISIT_INITIAL, "initial_seconds"),
-        ):
-            value = params.get(name)
-            if value is None or value == "":
-                continue
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                number = math.nan
-            if not number > 0 or isinstance(value, bool):
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-            given[attribute] = number
+        names = {REVISIT_MIN: "min_seconds", REVISIT_MAX: "max_seconds"}
+        names[REVISIT_INITIAL] = "initial_seconds"
+        given = {names[name]: seconds for name, seconds in revisit_seconds(params)}
         if not given:
             return self
         fields = {

@@ -1,9 +1,11 @@
 """Task params beyond the request: the crawl settings (`max_depth`, `scope`, `allow`, `deny`,
-`max_pages`, `extract`) a seed carries and its discovered tasks inherit with their `depth`,
-`parent` and `crawl` (the seed's key). One owner for their names, defaults and validation.
+`max_pages`, `extract`, `render`, the `revisit_*` bounds) a seed carries and its discovered
+tasks inherit with their `depth`, `parent` and `crawl` (the seed's key). One owner for their
+names, defaults and validation.
 """
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,11 +23,16 @@ EXTRACT = "extract"  # the selector set whose fields `pages` takes (`engine.extr
 RENDER = "render"  # true / "auto": the `render` step runs the page in a browser (`engine.render`)
 # The render modes a task's `render` param gives (`render_mode`).
 RENDER_OFF, RENDER_ON, RENDER_AUTO = "off", "on", "auto"
+# A page's revisit bounds in seconds (`engine.revisit.rule`), for this task and those found from it.
+REVISIT_MIN = "revisit_min_seconds"
+REVISIT_MAX = "revisit_max_seconds"
+REVISIT_INITIAL = "revisit_initial_seconds"
+REVISIT_SETTINGS = (REVISIT_MIN, REVISIT_MAX, REVISIT_INITIAL)
 # Set on discovered tasks only.
 DEPTH = "depth"  # hops from the seed
 PARENT = "parent"  # the key of the task whose page linked here
 CRAWL = "crawl"  # the seed's key: the crawl a task belongs to
-CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES, EXTRACT, RENDER)
+CRAWL_SETTINGS = (MAX_DEPTH, SCOPE, ALLOW, DENY, MAX_PAGES, EXTRACT, RENDER, *REVISIT_SETTINGS)
 SCOPES = ("host", "domain")
 # A selector set's name is a file name in the data folder and a task param: no path, no spaces.
 _SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -52,6 +59,7 @@ class CrawlSettings:
     max_pages: int | None = None
     extract: str | None = None
     render: str = RENDER_OFF
+    revisit: tuple[tuple[str, float], ...] = ()  # the REVISIT_SETTINGS given, in seconds
     depth: int = 0
     parent: str | None = None
     crawl: str | None = None
@@ -64,6 +72,7 @@ class CrawlSettings:
                 params[name] = list(value)
         if self.render != RENDER_OFF:
             params[RENDER] = True if self.render == RENDER_ON else RENDER_AUTO
+        params.update(self.revisit)
         for name, other in (
             (MAX_PAGES, self.max_pages),
             (EXTRACT, self.extract),
@@ -130,6 +139,27 @@ def render_mode(params: Mapping[str, Any]) -> str:
     raise ValueError(f"{RENDER} must be true, false or auto, got {value!r}")
 
 
+def revisit_seconds(params: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The revisit bounds among `params` (`REVISIT_SETTINGS`), as seconds.
+
+    Raises:
+        ValueError: naming the param that is not a positive number of seconds.
+    """
+    found = []
+    for name in REVISIT_SETTINGS:
+        value = params.get(name)
+        if value is None or value == "":
+            continue
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if isinstance(value, bool) or not 0 < seconds < math.inf:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        found.append((name, seconds))
+    return tuple(found)
+
+
 def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
     """The crawl settings among `params`, validated (CSV cells as text are converted).
 
@@ -157,6 +187,7 @@ def crawl_settings(params: Mapping[str, Any]) -> CrawlSettings:
         max_pages=_count(params, MAX_PAGES, minimum=1),
         extract=extract,
         render=render_mode(params),
+        revisit=revisit_seconds(params),
         depth=_count(params, DEPTH, minimum=0) or 0,
         parent=parent or None,
         crawl=crawl or None,

@@ -431,3 +431,12 @@ def test_links_inherit_the_trust_of_the_page_that_holds_them(layout: DataLayout)
     wiki, mirror = (request_key(f"http://127.0.0.1:9/{p}") for p in ("wiki/a", "mirror/b"))
     assert params_of(layout, wiki)["trust"] == "intranet"
     assert params_of(layout, mirror)["trust"] == "public"
+
+
+def test_links_inherit_the_seeds_revisit_bounds(layout: DataLayout) -> None:
+    root = seed(layout, SEED, max_depth=1, revisit_min_seconds="600", revisit_initial_seconds=3600)
+    parsed(layout, root, ["http://shop.example.com/graph/1"])
+    run_discovery(layout, [root])
+    params = params_of(layout, request_key("http://shop.example.com/graph/1"))
+    assert (params["revisit_min_seconds"], params["revisit_initial_seconds"]) == (600.0, 3600.0)
+    assert "revisit_max_seconds" not in params
