@@ -33,7 +33,7 @@ from pathlib import Path
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.engine.crawl.lastmods import lastmods
+from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.revisit.plan import (
     EARLY,
@@ -157,9 +157,9 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         )
     layout = common.layout(args)
     fetcher = names[0]
-    dated = lastmods(layout)
+    dated, frequencies = sitemap_hints(layout)
     if args.due:
-        due = learned_due(layout.status_dir, fetcher, max_age_seconds, args, dated)
+        due = learned_due(layout.status_dir, fetcher, max_age_seconds, args, dated, frequencies)
     else:
         due = due_keys(
             layout.status_dir,
@@ -241,6 +241,7 @@ def learned_due(
     unlearned_seconds: float,
     args: argparse.Namespace,
     dated: Mapping[str, datetime],
+    frequencies: Mapping[str, str],
 ) -> DueTasks:
     """`--due`: the tasks the learned schedule says are due, within the budgets
     (`engine.revisit.plan`); with `--failed`, failed tasks worth asking again while the
@@ -253,6 +254,7 @@ def learned_due(
         utc_now(),
         unlearned_seconds=unlearned_seconds,
         lastmods=dated,
+        changefreqs=frequencies,
         horizon_seconds=parse_duration(args.horizon, "--horizon"),
         any_time=budgeted,  # a budget goes where it buys the most, due or not
     )

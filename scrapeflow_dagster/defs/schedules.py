@@ -12,9 +12,9 @@ from scrapeflow_dagster.defs.resources import (
     AutomationSettingsResource,
     StatusStoreResource,
 )
+from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.revisit.plan import (
-    LASTMOD,
     DueTask,
     due_tasks,
     host_of,
@@ -88,15 +88,18 @@ def build_refresh_schedule(
         statuses = list(iter_statuses(status_store.layout().status_dir))
         stale, succeeded = stale_keys(statuses, root_name, utc_now(), max_age_seconds)
         if policy == REFRESH_LEARNED:
+            dated, frequencies = sitemap_hints(status_store.layout())
             found = due_tasks(
                 statuses,
                 root_name,
                 utc_now(),
                 unlearned_seconds=max_age_seconds,
+                lastmods=dated,
+                changefreqs=frequencies,
                 any_time=budget is not None,  # a budget goes where it buys the most
             )
             chosen = plan_refresh(found, budget=budget, host_budget=host_budget)
-            stale = {task.key for task in chosen if task.reason != LASTMOD}
+            stale = {task.key for task in chosen}
             # Chosen by their own intervals: none is skipped as fresh by the run.
             max_age_seconds = 0.0
             if not stale:

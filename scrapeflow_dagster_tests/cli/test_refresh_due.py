@@ -6,12 +6,17 @@ passed, the budgets cap a refresh (the rest wait for the next), each change the 
 import json
 import time
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 
+from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
+from scrapeflow_dagster.engine.revisit.plan import due_tasks
+from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.site.content.changing import version_at
+from scrapeflow_dagster.engine.state.schema import last_run
+from scrapeflow_dagster.site.content.changing import changefreq, rate_per_hour, version_at
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run
 
@@ -103,3 +108,35 @@ def test_refresh_due_fetches_what_is_due_within_budgets_and_records_each_change(
 def test_refresh_budgets_are_checked(run_command: Run, layout: DataLayout) -> None:
     bad = run_command("scrapeflow", "refresh", "--due", "--budget", "-1")
     assert bad.returncode == 2 and "--budget" in bad.stderr and "'-1'" in bad.stderr
+
+
+def test_a_sitemap_s_changefreq_sets_a_page_s_first_interval(
+    run_command: Run, layout: DataLayout
+) -> None:
+    with SiteThread(changing_pages=20) as site:
+        sitemap = site.url("/changing/sitemap.xml")
+        crawled = run_command("scrapeflow", "crawl", "--sitemap", sitemap, "--max-depth", "0")
+        assert crawled.returncode == 0, crawled.stdout + crawled.stderr
+        urls = {site.url(f"/changing/{n}"): n for n in range(20)}
+    statuses = list(iter_statuses(layout.status_dir))
+    url_of = {key: status["params"]["url"] for key, status in statuses}
+    assert set(url_of.values()) == set(urls)
+    dated, frequencies = sitemap_hints(layout)
+    assert {url_of[key]: f for key, f in frequencies.items()} == {
+        url: changefreq(rate_per_hour(n)) for url, n in urls.items()
+    }
+    fetched = max(last_run(status, "scrape") for _, status in statuses)  # type: ignore[type-var]
+    # Two hours on: the pages the sitemap calls hourly are due, the daily ones not yet, the
+    # rest by the first interval (7 days).
+    for hours, due_rates in ((2, {1.0}), (30, {1.0, 1 / 24})):
+        due = due_tasks(
+            statuses,
+            "scrape",
+            fetched + timedelta(hours=hours),
+            unlearned_seconds=7 * 86400.0,
+            lastmods=dated,
+            changefreqs=frequencies,
+        )
+        assert {url_of[t.key] for t in due} == {
+            url for url, n in urls.items() if rate_per_hour(n) in due_rates
+        }

@@ -48,7 +48,9 @@ class SitemapSeeds:
     """The pages sitemaps list, as task lines, and what reading them found."""
 
     items: list[Item] = field(default_factory=list)
-    dated: list[tuple[str, datetime]] = field(default_factory=list)  # (key, lastmod, UTC)
+    dated: list[tuple[str, datetime | None, str | None]] = field(
+        default_factory=list
+    )  # (key, lastmod in UTC, changefreq)
     files: int = 0  # sitemap files read
     problems: list[str] = field(default_factory=list)  # files that could not be read, by URL
     # Every URL a sitemap gave and what became of it, for the `frontier` table.
@@ -94,10 +96,12 @@ def sitemap_seeds(
         if not isinstance(item, TaskSpec):
             continue
         found.rows.append(_row(page.url, page.sitemap, LISTED, item.key, now))
-        if page.lastmod is not None:
+        if page.lastmod is not None or page.changefreq is not None:
             # A date without a zone is taken as UTC (the sitemaps protocol's W3C format).
             when = page.lastmod
-            found.dated.append((item.key, when if when.tzinfo else when.replace(tzinfo=UTC)))
+            if when is not None and when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            found.dated.append((item.key, when, page.changefreq))
     found.rows += [_row(s.url, s.sitemap, s.outcome, None, now) for s in reading.skipped]
     return found
 
@@ -141,7 +145,7 @@ def add_seeds(
     sources: Sequence[Iterable[Item]],
     options: dict[str, Any],
     *,
-    dated: Sequence[tuple[str, datetime]] = (),
+    dated: Sequence[tuple[str, datetime | None, str | None]] = (),
     frontier: Sequence[FrontierRow] = (),
     sync: bool = True,
 ) -> AddedSeeds:

@@ -60,6 +60,7 @@ class SitemapPage:
     lastmod: datetime | None
     sitemap: str  # the sitemap file that listed it
     trust: str = PUBLIC
+    changefreq: str | None = None  # its `changefreq` (hourly, daily, ...), a revisit hint
 
 
 @dataclass(frozen=True)
@@ -241,8 +242,15 @@ class _Reader:
         elif isinstance(parsed, AbstractPagesSitemap):
             for page in parsed.pages:
                 if await self.judge(file, page.url, trust) is not None:
+                    frequency = page.change_frequency
                     self.reading.pages.append(
-                        SitemapPage(page.url, page.last_modified, file.url, trust)
+                        SitemapPage(
+                            page.url,
+                            page.last_modified,
+                            file.url,
+                            trust,
+                            frequency.value if frequency is not None else None,
+                        )
                     )
         else:
             self.reading.problems.append(f"{redact(file.url)}: not a sitemap")

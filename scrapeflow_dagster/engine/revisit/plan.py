@@ -20,6 +20,7 @@ bundled site's week, benchmarked in `bench/bench_refresh.py`, ranking only the d
 the budget on pages that change every hour and starved the weekly ones.)
 """
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy
+from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy, first_interval
 from scrapeflow_dagster.engine.state.schema import (
     StatusData,
     executor_names,
@@ -101,6 +102,7 @@ def due_task(
     *,
     unlearned_seconds: float,
     lastmod: datetime | None = None,
+    changefreq: str | None = None,
     horizon_seconds: float = DAY,
     any_time: bool = False,
 ) -> DueTask | None:
@@ -109,7 +111,9 @@ def due_task(
     not succeeded is never due here (a failure is the retry's business).
 
     A task `pages` has not observed since its fetch is due `unlearned_seconds` after it (or
-    after its own `revisit_initial_seconds`), as a fixed-age refresh would have it.
+    after its own `revisit_initial_seconds`), as a fixed-age refresh would have it. Until a
+    second fetch has taught anything, a sitemap's `changefreq` for the page (hourly, daily,
+    ...) sets its interval instead.
     """
     if not is_success(status, fetcher):
         return None
@@ -125,6 +129,10 @@ def due_task(
         reason = UNLEARNED
     else:
         reason = LEARNED
+    if changefreq and revisit.fetches == 1:
+        own = RevisitPolicy(initial_seconds=revisit.interval_seconds)
+        hinted = first_interval(own.for_params(status.get("params") or {}), changefreq)
+        revisit = dataclasses.replace(revisit, interval_seconds=hinted)
     host = host_of((status.get("params") or {}).get("url"))
     return learned_due(
         key,
@@ -180,12 +188,13 @@ def due_tasks(
     *,
     unlearned_seconds: float,
     lastmods: Mapping[str, datetime] | None = None,
+    changefreqs: Mapping[str, str] | None = None,
     horizon_seconds: float = DAY,
     any_time: bool = False,
 ) -> list[DueTask]:
     """The tasks among `statuses` due at `now` (see `due_task`; with `any_time`, every
     observed task, for a budget to choose among); `lastmods` are the sitemap dates by key
-    (aware or naive UTC)."""
+    (aware or naive UTC), `changefreqs` their `changefreq`s."""
     dated = {
         key: (when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when)
         for key, when in (lastmods or {}).items()
@@ -199,6 +208,7 @@ def due_tasks(
             now,
             unlearned_seconds=unlearned_seconds,
             lastmod=dated.get(key),
+            changefreq=(changefreqs or {}).get(key),
             horizon_seconds=horizon_seconds,
             any_time=any_time,
         )
