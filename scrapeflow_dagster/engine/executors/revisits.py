@@ -57,9 +57,11 @@ def observe_page(
     settings = context.settings.revisit
     scraped = status.get("scrape") or {}
     fetched_at = parse_stamp(parsed.get("fetched_at"))
+    # The fetched body's md5 is `scrape`'s own (`content`); a rendered DOM's is taken here.
+    known_md5 = None if rendered else scraped.get("content")
     fields: dict[str, Any] = {
         "text_digest": digest,
-        "body_md5": hashlib.md5(body).hexdigest(),
+        "body_md5": known_md5 if isinstance(known_md5, str) else hashlib.md5(body).hexdigest(),
     }
     if fetched_at is None:
         return fields  # not fetched by the shipped `scrape`: nothing to learn from
