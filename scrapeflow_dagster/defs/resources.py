@@ -104,6 +104,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     # How `pages` learns when each page changes (docs/refresh.md): the revisit interval's
     # bounds and first value (seconds; a task's params may set its own), the text that never
     # counts as a change (regexes), and the earlier bodies kept per task to diff a change.
+    revisit_track: bool = _REVISIT.track
     revisit_min_seconds: float = _REVISIT.policy.min_seconds
     revisit_max_seconds: float = _REVISIT.policy.max_seconds
     revisit_initial_seconds: float = _REVISIT.policy.initial_seconds
@@ -157,6 +158,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 pages_at_once=self.render_pages_at_once,
             ),
             revisit=RevisitSettings(
+                track=self.revisit_track,
                 policy=RevisitPolicy(
                     min_seconds=self.revisit_min_seconds,
                     max_seconds=self.revisit_max_seconds,

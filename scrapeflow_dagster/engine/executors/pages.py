@@ -273,6 +273,8 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
     base_url = scraped.get("final_url") or status["params"]["url"]
     content_type = content_type_of(scraped.get("response_headers"))
     rendered = _rendered(context, key, status)
+    revisit = context.settings.revisit
+    tracked, digest = revisit.track, ""
     if rendered is not None:
         # The page as the browser left it: its DOM, at the URL it ended at.
         body, base_url, content_type = rendered
@@ -286,12 +288,14 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         if extracted is not None:
             parsed["extracted"] = extracted
         parsed.update(page_text_fields(page.text, context.settings))
-        digest = page_digest(page.tree, parsed["title"], context.settings.revisit.change_ignore)
+        if tracked:
+            digest = page_digest(page.tree, parsed["title"], revisit.change_ignore)
     else:
         # A download (a script, a PDF, JSON): a fetched file, not a page. It has no title or
         # links and no `pages` row; its type and size are kept (and its step row's size).
         parsed = {"file": True, "size": len(body), "links": []}
-        digest = hashlib.blake2b(body, digest_size=16).hexdigest()  # a file changes by its bytes
+        if tracked:
+            digest = hashlib.blake2b(body, digest_size=16).hexdigest()  # a file: by its bytes
     # What the `pages` table holds beside the parse, from the fetch it parsed.
     if rendered is not None:
         parsed["rendered"] = True
@@ -304,6 +308,8 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         "content_type": content_type,
         "fetched_at": status.get(fields_of("scrape").last_run),
     }
+    if not tracked:
+        return output
     output.update(
         observe_page(
             context,

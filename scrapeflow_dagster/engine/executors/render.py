@@ -77,7 +77,7 @@ def _stored(context: Context, key: str, rendered: Rendered) -> ExecutorOutput:
     """Store the rendered DOM of `key`; the step's output."""
     dom = rendered.html.encode()
     path = rendered_path(context, key)
-    if _differs(path, dom):
+    if context.settings.revisit.track and _differs(path, dom):
         # The DOM it replaces is kept to diff the page's change (`revisits`).
         keep_previous(path, context.settings.revisit.bodies_kept)
     write_bytes_atomic(path, dom)

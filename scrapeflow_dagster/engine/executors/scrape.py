@@ -27,11 +27,8 @@ def _store(context: Context, key: str, fetched: Fetched, status: StatusData) -> 
     path = os.path.join(context.dir, f"{key}.scrape")
     md5 = hashlib.md5(fetched.body).hexdigest()
     previous = status.get("scrape")
-    if (
-        is_success(status, "scrape")
-        and isinstance(previous, dict)
-        and previous.get("content") != md5
-    ):
+    replaced = isinstance(previous, dict) and previous.get("content") != md5
+    if replaced and context.settings.revisit.track and is_success(status, "scrape"):
         # A new body: the one it replaces is kept to diff the page's change (`revisits`).
         keep_previous(path, context.settings.revisit.bodies_kept)
     write_bytes_atomic(path, fetched.body)

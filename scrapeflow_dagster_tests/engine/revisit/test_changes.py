@@ -128,3 +128,19 @@ async def test_without_kept_bodies_a_change_is_found_and_its_text_lines_are_unkn
     )
     assert (added, count) == (None, None) and links_added
     assert not list(layout.root.rglob("c0.scrape.1"))
+
+
+async def test_tracking_off_records_no_digest_state_change_or_kept_body(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    keys = add(layout, site)[:1]  # page 0 changes hourly
+    settings = ScrapeSettings(request_timeout_seconds=5.0, revisit=RevisitSettings(track=False))
+    await run_chain(layout, [scrape, pages], keys, settings=settings)
+    await set_clock(site, 10 * HOUR)
+    await run_chain(layout, [scrape, pages], keys, settings=settings, max_age_seconds=0)
+    output = status(layout, "c0")["pages"]
+    assert not {"revisit", "text_digest", "body_md5", "change"} & output.keys()
+    assert output["title"] == changing_page(0, version_at(0, 10 * HOUR)).title  # parsed anew
+    assert query(layout.db_path, "SELECT count(*) FROM changes") == [(0,)]
+    assert not list(layout.root.rglob("c0.scrape.1"))
