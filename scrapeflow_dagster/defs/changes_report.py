@@ -5,7 +5,7 @@ import re
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.automation import cron_from_env
+from scrapeflow_dagster.defs.report_asset import report_schedule
 from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.history.change_report import HostChanges, change_summary
 
@@ -58,13 +58,6 @@ def changes_report(
     )
 
 
-_CHANGES_REPORT_CRON = cron_from_env(CHANGES_REPORT_CRON_ENV, "0 * * * *")
-changes_report_schedule = dg.ScheduleDefinition(
-    name="changes_report_schedule",
-    cron_schedule=_CHANGES_REPORT_CRON,
-    target=[changes_report],
-    description=(
-        f"Cron {_CHANGES_REPORT_CRON!r} (${CHANGES_REPORT_CRON_ENV}, default hourly): "
-        "materialise changes_report."
-    ),
+changes_report_schedule = report_schedule(
+    changes_report, CHANGES_REPORT_CRON_ENV, "0 * * * *", "hourly"
 )

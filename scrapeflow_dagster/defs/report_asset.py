@@ -34,13 +34,21 @@ def crawl_report(
     )
 
 
-_REPORT_CRON = cron_from_env(REPORT_CRON_ENV, "*/30 * * * *")
-crawl_report_schedule = dg.ScheduleDefinition(
-    name="crawl_report_schedule",
-    cron_schedule=_REPORT_CRON,
-    target=[crawl_report],
-    description=(
-        f"Cron {_REPORT_CRON!r} (${REPORT_CRON_ENV}, default every 30 minutes): materialise "
-        "crawl_report."
-    ),
+def report_schedule(
+    asset: dg.AssetsDefinition, env: str, default_cron: str, default_words: str
+) -> dg.ScheduleDefinition:
+    """`<asset>_schedule`: materialise a report asset on the cron `$env` gives (read when the
+    definitions load), `default_cron` ("`default_words`") when unset."""
+    cron = cron_from_env(env, default_cron)
+    name = asset.key.to_user_string()
+    return dg.ScheduleDefinition(
+        name=f"{name}_schedule",
+        cron_schedule=cron,
+        target=[asset],
+        description=f"Cron {cron!r} (${env}, default {default_words}): materialise {name}.",
+    )
+
+
+crawl_report_schedule = report_schedule(
+    crawl_report, REPORT_CRON_ENV, "*/30 * * * *", "every 30 minutes"
 )
