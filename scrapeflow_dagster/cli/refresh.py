@@ -30,16 +30,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.revisit.plan import (
+    AGED,
     EARLY,
+    FAILED,
     LASTMOD,
     DueTask,
-    due_tasks,
+    due_task,
     host_of,
     plan_refresh,
 )
@@ -169,7 +172,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
             lastmods=dated,
             trust_lastmod=args.trust_lastmod,
         )
-        due = within_budget(layout.status_dir, fetcher, due, args.budget, args.host_budget)
+        due = within_budget(due, args.budget, args.host_budget)
     if not (due.stale or due.failed or due.changed):
         what = "stale or failed" if args.failed else "stale"
         if args.due:
@@ -233,6 +236,8 @@ class DueTasks:
     changed: set[str] = field(default_factory=set)
     unchanged: set[str] = field(default_factory=set)
     over_budget: int = 0  # due, and left for a later refresh by the budgets
+    # The tasks above as a budget ranks them (`within_budget`); not part of equality.
+    ranked: list[DueTask] = field(default_factory=list, compare=False, repr=False)
 
 
 def learned_due(
@@ -243,73 +248,62 @@ def learned_due(
     dated: Mapping[str, datetime],
     frequencies: Mapping[str, str],
 ) -> DueTasks:
-    """`--due`: the tasks the learned schedule says are due, within the budgets
-    (`engine.revisit.plan`); with `--failed`, failed tasks worth asking again while the
-    budget lasts."""
-    statuses = list(iter_statuses(status_dir))
-    budgeted = args.budget is not None or args.host_budget is not None
-    found = due_tasks(
-        statuses,
-        fetcher,
-        utc_now(),
-        unlearned_seconds=unlearned_seconds,
-        lastmods=dated,
-        changefreqs=frequencies,
-        horizon_seconds=parse_duration(args.horizon, "--horizon"),
-        any_time=budgeted,  # a budget goes where it buys the most, due or not
-    )
+    """`--due`: the tasks the learned schedule says are due (and, with `--failed`, failed
+    tasks worth asking again), within the budgets (`engine.revisit.plan`), in one pass over
+    the status files; with `--budget`, pages not yet due compete for its spare requests."""
+    now = utc_now()
+    horizon = parse_duration(args.horizon, "--horizon")
+    dates = {
+        key: (when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when)
+        for key, when in dated.items()
+    }
+    found: list[DueTask] = []
+    for key, status in iter_statuses(status_dir):
+        task = due_task(
+            key,
+            status,
+            fetcher,
+            now,
+            unlearned_seconds=unlearned_seconds,
+            lastmod=dates.get(key),
+            changefreq=frequencies.get(key),
+            horizon_seconds=horizon,
+            any_time=args.budget is not None,  # a budget goes where it buys the most
+        )
+        if task is None and args.failed and _worth_asking_again(status, fetcher):
+            host = host_of(status["params"].get("url"))
+            task = DueTask(key, host, now, now, 0.0, 0.0, FAILED)
+        if task is not None:
+            found.append(task)
     chosen = plan_refresh(found, budget=args.budget, host_budget=args.host_budget)
-    waiting = [task for task in found if task.reason != EARLY]
-    due = DueTasks(over_budget=len(waiting) - len([t for t in chosen if t.reason != EARLY]))
+    waiting = sum(1 for task in found if task.reason != EARLY)
+    due = DueTasks(over_budget=waiting - sum(1 for task in chosen if task.reason != EARLY))
     for task in chosen:
-        (due.changed if task.reason == LASTMOD else due.stale).add(task.key)
-    if args.failed:
-        room = None if args.budget is None else args.budget - len(chosen)
-        for key, status in statuses:
-            if room is not None and room <= 0:
-                break
-            if not is_success(status, fetcher) and error_kind(status, fetcher) not in (
-                None,
-                *_NEVER_AGAIN,
-            ):
-                due.failed.add(key)
-                room = None if room is None else room - 1
+        group = {LASTMOD: due.changed, FAILED: due.failed}.get(task.reason, due.stale)
+        group.add(task.key)
     return due
 
 
-def within_budget(
-    status_dir: Path,
-    fetcher: str,
-    due: DueTasks,
-    budget: int | None,
-    host_budget: int | None,
-) -> DueTasks:
-    """`due` cut to the budgets, the pages a sitemap dated first, then the oldest fetches."""
+def _worth_asking_again(status: Mapping[str, Any], fetcher: str) -> bool:
+    """Whether `fetcher` failed for the task with a kind that asking again may fix."""
+    return not is_success(status, fetcher) and error_kind(status, fetcher) not in (
+        None,
+        *_NEVER_AGAIN,
+    )
+
+
+def within_budget(due: DueTasks, budget: int | None, host_budget: int | None) -> DueTasks:
+    """`due` cut to the budgets: the pages a sitemap dated first, then the oldest fetches,
+    then failed tasks (`due.ranked`, filled by `due_keys`)."""
     if budget is None and host_budget is None:
         return due
-    now = utc_now()
-    ranked = []
-    for key, status in iter_statuses(status_dir):
-        if key in due.stale or key in due.changed:
-            fetched = last_run(status, fetcher) or now
-            ranked.append(
-                DueTask(
-                    key=key,
-                    host=host_of(status["params"].get("url")),
-                    due_at=fetched,
-                    fetched_at=fetched,
-                    rate_per_second=0.0,
-                    gain_seconds=(now - fetched).total_seconds(),  # the oldest first
-                    reason=LASTMOD if key in due.changed else "age",
-                )
-            )
-    chosen = {t.key for t in plan_refresh(ranked, budget=budget, host_budget=host_budget)}
+    chosen = {t.key for t in plan_refresh(due.ranked, budget=budget, host_budget=host_budget)}
     return DueTasks(
         stale=due.stale & chosen,
-        failed=due.failed,
+        failed=due.failed & chosen,
         changed=due.changed & chosen,
         unchanged=due.unchanged,
-        over_budget=len(ranked) - len(chosen),
+        over_budget=len(due.ranked) - len(chosen),
     )
 
 
@@ -336,14 +330,26 @@ def due_keys(
             modified = dated.astimezone(UTC).replace(tzinfo=None) if dated else None
             if modified is not None and fetched is not None and modified > fetched:
                 due.changed.add(key)
+                reason = LASTMOD
             elif not is_fresh(status, fetcher, max_age_seconds=max_age_seconds, now=now):
                 if trust_lastmod and modified is not None:
                     due.unchanged.add(key)
-                else:
-                    due.stale.add(key)
-        elif with_failed and error_kind(status, fetcher) not in (None, *_NEVER_AGAIN):
+                    continue
+                due.stale.add(key)
+                reason = AGED
+            else:
+                continue
+            when = fetched or now
+            age = (now - when).total_seconds()  # the oldest first
+            due.ranked.append(DueTask(key, _host(status), when, when, 0.0, age, reason))
+        elif with_failed and _worth_asking_again(status, fetcher):
             due.failed.add(key)
+            due.ranked.append(DueTask(key, _host(status), now, now, 0.0, 0.0, FAILED))
     return due
+
+
+def _host(status: Mapping[str, Any]) -> str:
+    return host_of((status.get("params") or {}).get("url"))
 
 
 def _chain_node(names: list[str]) -> str:

@@ -15,6 +15,7 @@ from scrapeflow_dagster.defs.resources import (
 from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.revisit.plan import (
+    AGED,
     DueTask,
     due_tasks,
     host_of,
@@ -53,6 +54,29 @@ def stale_keys(
     return stale, succeeded
 
 
+def stale_tasks(
+    statuses: Iterable[tuple[str, StatusData]],
+    name: str,
+    now: datetime,
+    max_age_seconds: float,
+) -> tuple[list[DueTask], set[str]]:
+    """`(stale, succeeded)` in one pass: the tasks whose last success of step `name` is older
+    than `max_age_seconds` (as due tasks, the oldest worth the most, for a budget), and every
+    key where that step succeeded."""
+    stale: list[DueTask] = []
+    succeeded: set[str] = set()
+    for key, status in statuses:
+        if not is_success(status, name):
+            continue
+        succeeded.add(key)
+        if not is_fresh(status, name, max_age_seconds=max_age_seconds, now=now):
+            fetched = last_run(status, name) or now
+            host = host_of(status["params"].get("url"))
+            age = (now - fetched).total_seconds()
+            stale.append(DueTask(key, host, fetched, fetched, 0.0, age, AGED))
+    return stale, succeeded
+
+
 def build_refresh_schedule(
     executor_assets: Sequence[dg.AssetsDefinition], *, in_process_small_runs: bool = False
 ) -> dg.ScheduleDefinition:
@@ -85,8 +109,10 @@ def build_refresh_schedule(
         policy, over the due tasks the budgets allow (`engine.revisit.plan`)."""
         max_age_seconds = automation_settings.refresh_max_age_seconds()
         policy, budget, host_budget = automation_settings.refresh_plan()
-        statuses = list(iter_statuses(status_store.layout().status_dir))
-        stale, succeeded = stale_keys(statuses, root_name, utc_now(), max_age_seconds)
+        # One pass over the status files, keeping only what the plan needs of each (a million
+        # parsed status files at once would not fit).
+        statuses = iter_statuses(status_store.layout().status_dir)
+        succeeded: set[str] = set()
         if policy == REFRESH_LEARNED:
             dated, frequencies = sitemap_hints(status_store.layout())
             found = due_tasks(
@@ -104,8 +130,9 @@ def build_refresh_schedule(
             max_age_seconds = 0.0
             if not stale:
                 return dg.SkipReason("no task is due (learned revisit intervals)")
-        elif budget is not None or host_budget is not None:
-            stale = {task.key for task in _oldest(statuses, root_name, stale, budget, host_budget)}
+        else:
+            aged, succeeded = stale_tasks(statuses, root_name, utc_now(), max_age_seconds)
+            stale = {t.key for t in plan_refresh(aged, budget=budget, host_budget=host_budget)}
         if not stale:
             return dg.SkipReason("no task is older than the maximum age")
         ordered = context.instance.get_dynamic_partitions(TASKS_PARTITIONS_NAME)
@@ -125,22 +152,3 @@ def build_refresh_schedule(
         )
 
     return refresh_schedule
-
-
-def _oldest(
-    statuses: Sequence[tuple[str, StatusData]],
-    name: str,
-    stale: set[str],
-    budget: int | None,
-    host_budget: int | None,
-) -> list[DueTask]:
-    """The stale tasks within the budgets, the oldest fetches first."""
-    now = utc_now()
-    ranked = []
-    for key, status in statuses:
-        fetched = last_run(status, name)
-        if key in stale and fetched is not None:
-            age = (now - fetched).total_seconds()
-            host = host_of(status["params"].get("url"))
-            ranked.append(DueTask(key, host, fetched, fetched, 0.0, age, "age"))
-    return plan_refresh(ranked, budget=budget, host_budget=host_budget)

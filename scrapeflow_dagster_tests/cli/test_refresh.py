@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scrapeflow_dagster.cli import common
-from scrapeflow_dagster.cli.refresh import DueTasks, due_keys, parse_duration
+from scrapeflow_dagster.cli.refresh import DueTasks, due_keys, parse_duration, within_budget
 from scrapeflow_dagster.engine.state.files import write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster_tests.cli.helpers import Run
@@ -91,3 +91,29 @@ def test_bad_usage_exits_2(run_command: Run, layout: DataLayout) -> None:
 
     assert bad.returncode == 2 and "--older-than 'soon'" in bad.stderr
     assert unknown.returncode == 2 and "pagez" in unknown.stderr
+
+
+def test_budgets_take_failed_tasks_asked_for_then_the_oldest_and_cap_each_host(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "status"
+    folder.mkdir()
+    for n, (host, day) in enumerate([("a", 1), ("a", 2), ("a", 3), ("b", 4)]):
+        status = _status("SUCCESS", f"2020-01-0{day} 00:00:00")
+        status["params"]["url"] = f"http://u:secret@{host}.test:8080/{n}"
+        write_status(folder, f"old{n}", status)
+    write_status(
+        folder,
+        "down",
+        _status("ERROR HttpStatusError::HTTP response 503", "2020-01-01", "transient"),
+    )
+    due = due_keys(folder, "scrape", DAY, with_failed=True)
+    assert (due.stale, due.failed) == ({"old0", "old1", "old2", "old3"}, {"down"})
+
+    assert within_budget(due, 3, None) == DueTasks(
+        stale={"old0", "old1"}, failed={"down"}, over_budget=2
+    )
+    # Per host (userinfo is not the host): a.test:8080 twice, b.test:8080 once, then the failure.
+    assert within_budget(due, None, 2) == DueTasks(
+        stale={"old0", "old1", "old3"}, failed={"down"}, over_budget=1
+    )

@@ -64,6 +64,9 @@ def test_refresh_due_fetches_what_is_due_within_budgets_and_records_each_change(
     early = run_command("scrapeflow", "refresh", "--due")
     assert early.returncode == 0, early.stderr
     assert "nothing to refresh: no task is due" in early.stdout
+    # A host budget alone caps what is due; it is no quota to fill.
+    capped_early = run_command("scrapeflow", "refresh", "--due", "--host-budget", "3")
+    assert "nothing to refresh: no task is due" in capped_early.stdout, capped_early.stdout
     assert fetched_at(layout) == before
 
     later = 48 * 3600.0  # two site days: some pages changed, some never do

@@ -19,7 +19,7 @@ from scrapeflow_dagster.engine.revisit.diff import page_change
 from scrapeflow_dagster.engine.revisit.digest import text_digest
 from scrapeflow_dagster.engine.revisit.rule import Revisit, observe
 from scrapeflow_dagster.engine.run.context import Context
-from scrapeflow_dagster.engine.state.schema import StatusData, is_success, parse_stamp, stamp
+from scrapeflow_dagster.engine.state.schema import StatusData, learned_of, parse_stamp, stamp
 
 # Elements whose text a reader never sees.
 _UNSEEN = ["script", "style", "noscript", "template"]
@@ -65,8 +65,8 @@ def observe_page(
     }
     if fetched_at is None:
         return fields  # not fetched by the shipped `scrape`: nothing to learn from
-    previous = status.get("pages") if is_success(status, "pages") else None
-    previous = previous if isinstance(previous, Mapping) else {}
+    # The last successful parse, or what a failure since kept of it.
+    previous = learned_of(status, "pages")
     state = Revisit.from_output(previous.get("revisit"))
     if state is not None and fetched_at <= state.observed_at:
         # This fetch was observed already: the same state, and the same change if it had one.
@@ -79,7 +79,9 @@ def observe_page(
         changed = False  # a first observation tells nothing about change
         state = None
     else:
-        changed = not scraped.get("not_modified") and known_digest != digest
+        # The same bytes as the last parse (a 304, or an identical body) are no change, even
+        # when the digest's settings changed since; other bytes are judged by their digest.
+        changed = fields["body_md5"] != previous.get("body_md5") and known_digest != digest
     policy = settings.policy.for_params(status.get("params") or {})
     after = observe(state, changed=changed, fetched_at=fetched_at, policy=policy)
     fields["revisit"] = after.as_output()

@@ -10,6 +10,7 @@ from scrapeflow_dagster.engine.gate.hops import NOT_MODIFIED
 from scrapeflow_dagster.engine.redact import proxy_host, redact
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
+from scrapeflow_dagster.engine.state.params import RENDER_ON, render_mode
 from scrapeflow_dagster.engine.state.schema import StatusData, is_success
 from scrapeflow_dagster.engine.state.trust import INTRANET_PAGE
 
@@ -26,9 +27,7 @@ __all__ = [
 def _store(context: Context, key: str, fetched: Fetched, status: StatusData) -> ExecutorOutput:
     path = os.path.join(context.dir, f"{key}.scrape")
     md5 = hashlib.md5(fetched.body).hexdigest()
-    previous = status.get("scrape")
-    replaced = isinstance(previous, dict) and previous.get("content") != md5
-    if replaced and context.settings.revisit.track and is_success(status, "scrape"):
+    if context.settings.revisit.track and _replaces_another(status, path, md5):
         # A new body: the one it replaces is kept to diff the page's change (`revisits`).
         keep_previous(path, context.settings.revisit.bodies_kept)
     write_bytes_atomic(path, fetched.body)
@@ -45,6 +44,25 @@ def _store(context: Context, key: str, fetched: Fetched, status: StatusData) -> 
     if fetched.intranet:
         output[INTRANET_PAGE] = True  # its links may lead inside (`state.trust`)
     return output
+
+
+def _replaces_another(status: StatusData, path: str, md5: str) -> bool:
+    """Whether a body of `md5` replaces a different one stored at `path`: the last success's
+    md5 says so, or, after a failure dropped it, the stored file's own (read only then). A
+    task rendered every time keeps none: its DOM is what `pages` diffs."""
+    try:
+        if render_mode(status["params"]) == RENDER_ON:
+            return False
+    except ValueError:  # a bad `render` param: `pages` fails the task naming it
+        pass
+    previous = status.get("scrape")
+    if is_success(status, "scrape") and isinstance(previous, dict):
+        return previous.get("content") != md5
+    try:
+        with open(path, "rb") as file:
+            return hashlib.md5(file.read()).hexdigest() != md5
+    except FileNotFoundError:
+        return False
 
 
 def conditional_headers(context: Context, key: str, status: StatusData) -> dict[str, str]:

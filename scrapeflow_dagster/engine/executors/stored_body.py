@@ -1,7 +1,9 @@
 """What earlier steps stored for a task, read by the steps after it: the body `scrape` stored
 (`<key>.scrape`) and the DOM `render` stored (`<key>.render`)."""
 
+import contextlib
 import os
+import shutil
 
 from scrapeflow_dagster.engine.errors import RenderError, ScrapeError
 from scrapeflow_dagster.engine.run.context import Context
@@ -48,14 +50,23 @@ def previous_path(context: Context, key: str, *, rendered: bool = False, back: i
 
 def keep_previous(path: str, kept: int) -> None:
     """Before `path` is replaced by a different body: keep it as `path.1`, the one before as
-    `path.2`, ... up to `kept` bodies (0: none kept). Renames only: each step is atomic, and a
-    crash between them loses at most the oldest kept body."""
+    `path.2`, ... up to `kept` bodies (0: none kept). Links and renames: each step is atomic,
+    and a crash between them loses at most the oldest kept body."""
     if kept <= 0 or not os.path.exists(path):
         return
     for back in range(kept - 1, 0, -1):
         if os.path.exists(f"{path}.{back}"):
             os.replace(f"{path}.{back}", f"{path}.{back + 1}")
-    os.replace(path, f"{path}.1")
+    # A second name for the body, then `.1` made it: `path` stays whole until the new body
+    # replaces it (a crash in between leaves the old body, never none).
+    linking = f"{path}.1.linking"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(linking)
+    try:
+        os.link(path, linking)
+    except OSError:  # a file system without hard links
+        shutil.copyfile(path, linking)
+    os.replace(linking, f"{path}.1")
 
 
 def read_previous(context: Context, key: str, *, rendered: bool = False) -> bytes | None:

@@ -34,14 +34,20 @@ from scrapeflow_dagster.engine.state.schema import (
     executor_names,
     is_success,
     last_run,
+    learned_of,
 )
 
 DAY = 86_400.0
 # Why a task is due (`DueTask.reason`).
 LEARNED = "learned"  # its learned interval has passed
 EARLY = "early"  # not due: a candidate for a budget's spare requests
+AGED = "aged"  # older than a fixed age (`refresh --older-than`, the age schedule)
+FAILED = "failed"  # failed, and worth asking again (`refresh --failed`)
 LASTMOD = "lastmod"  # its sitemap dates it after its fetch
 UNLEARNED = "unlearned"  # never observed by `pages`: older than the initial interval
+# The order a budget takes them in: dated by a sitemap (known to have changed), failed ones
+# asked for again (`--failed`), then the rest, due or not, by the freshness they buy.
+_TIERS = {LASTMOD: 0, FAILED: 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,18 +86,21 @@ def revisit_of(status: Mapping[str, Any]) -> Revisit | None:
     """The learned state in a task's status: the `revisit` of the first output that has one
     (the `pages` step's in the shipped chain)."""
     for name in executor_names(status):
-        output = status.get(name)
-        if isinstance(output, Mapping) and "revisit" in output:
+        output = learned_of(status, name)  # a failed parse since keeps what it had learned
+        if "revisit" in output:
             return Revisit.from_output(output["revisit"])
     return None
 
 
 def host_of(url: object) -> str:
-    """The host:port a task's URL names ('' when it names none)."""
+    """The host[:port] a task's URL names, without its userinfo ('' when it names none)."""
     try:
-        return urlsplit(url).netloc.lower() if isinstance(url, str) else ""
+        parts = urlsplit(url) if isinstance(url, str) else None
+        host = parts.hostname if parts is not None else None
+        port = parts.port if parts is not None else None
     except ValueError:
         return ""
+    return "" if host is None else host if port is None else f"{host}:{port}"
 
 
 def due_task(
@@ -220,9 +229,10 @@ def due_tasks(
 def plan_refresh(
     due: Iterable[DueTask], *, budget: int | None = None, host_budget: int | None = None
 ) -> list[DueTask]:
-    """The tasks to fetch among `due`: those a sitemap dated first, then by the freshness they
-    buy (the longest overdue first among equals), at most `budget` in all and `host_budget`
-    per host (None: no limit); an `EARLY` candidate only when it buys some.
+    """The tasks to fetch among `due`: those a sitemap dated first, then failed ones asked for
+    again, then the rest by the freshness they buy (`EARLY` candidates only when they buy
+    some; the longest overdue first among equals), at most `budget` in all and `host_budget`
+    per host (None: no limit).
 
     Raises:
         ValueError: naming the budget when it is negative.
@@ -231,7 +241,8 @@ def plan_refresh(
         if value is not None and value < 0:
             raise ValueError(f"the {name} must be a number of requests >= 0, got {value}")
     ranked = sorted(
-        due, key=lambda task: (task.reason != LASTMOD, -task.gain_seconds, task.due_at, task.key)
+        due,
+        key=lambda task: (_TIERS.get(task.reason, 2), -task.gain_seconds, task.due_at, task.key),
     )
     chosen: list[DueTask] = []
     per_host: dict[str, int] = {}
@@ -239,7 +250,7 @@ def plan_refresh(
         if budget is not None and len(chosen) >= budget:
             break
         if task.reason == EARLY and task.gain_seconds <= 0:
-            break  # ranked by gain: the rest buy nothing either
+            continue  # not due, and it would buy nothing
         if host_budget is not None and per_host.get(task.host, 0) >= host_budget:
             continue
         per_host[task.host] = per_host.get(task.host, 0) + 1

@@ -77,6 +77,13 @@ class RevisitPolicy:
         given = {names[name]: seconds for name, seconds in revisit_seconds(params)}
         if not given:
             return self
+        # A task's own bound wins over the settings' other one (a task's max of 30 s under a
+        # 60 s setting's min is a 30 s min too); a task giving both in the wrong order was
+        # refused when it was stored (`state.params`).
+        if "max_seconds" in given and "min_seconds" not in given:
+            given["min_seconds"] = min(self.min_seconds, given["max_seconds"])
+        if "min_seconds" in given and "max_seconds" not in given:
+            given["max_seconds"] = max(self.max_seconds, given["min_seconds"])
         fields = {
             "min_seconds": self.min_seconds,
             "max_seconds": self.max_seconds,

@@ -157,6 +157,12 @@ def revisit_seconds(params: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
         if isinstance(value, bool) or not 0 < seconds < math.inf:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         found.append((name, seconds))
+    bounds = dict(found)
+    if bounds.get(REVISIT_MIN, 0) > bounds.get(REVISIT_MAX, math.inf):
+        raise ValueError(
+            f"{REVISIT_MIN} ({bounds[REVISIT_MIN]:g}) must not be more than {REVISIT_MAX} "
+            f"({bounds[REVISIT_MAX]:g})"
+        )
     return tuple(found)
 
 

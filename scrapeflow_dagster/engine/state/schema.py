@@ -4,7 +4,8 @@ The one owner of the format. A status file holds `name`, `params`, and per execu
 `<name>` (its output), `<name>_status` (`SUCCESS` or `ERROR <ExceptionClass>::<message>`) and
 `<name>_last_run` (scrapeflow's format: naive UTC `YYYY-MM-DD HH:MM:SS[.ffffff]`). This
 project adds `<name>_attempts`, `<name>_error_kind`, `<name>_failures` (failed runs in a
-row), `<name>_started` and `<name>_proxy` (host:port only); files written by scrapeflow load.
+row), `<name>_started`, `<name>_proxy` (host:port only) and `<name>_kept` (what a failure
+keeps of the last output: `KEPT_ACROSS_FAILURES`); files written by scrapeflow load.
 
 Every other module reads and writes these fields through the functions here, and compares
 times as datetimes (`parse_stamp`), never as strings.
@@ -28,6 +29,7 @@ ERROR_PREFIX = "ERROR"
 # The text of scrapeflow's HttpStatusError (`engine.errors`), as it stands in `<name>_status`.
 _HTTP_STATUS_IN_MESSAGE = re.compile(r"HTTP response (\d{3})")
 _FIELD_SUFFIXES = (
+    "_kept",
     "_status",
     "_started",
     "_last_run",
@@ -81,6 +83,7 @@ class StepFields:
         "attempts",
         "error_kind",
         "failures",
+        "kept",
         "last_run",
         "name",
         "proxy",
@@ -97,6 +100,13 @@ class StepFields:
         self.failures = f"{name}_failures"
         self.error_kind = f"{name}_error_kind"
         self.proxy = f"{name}_proxy"
+        self.kept = f"{name}_kept"
+
+
+# What a failure keeps of a step's last output (as `<name>_kept`), where the output had them:
+# what a page's fetches taught (`engine.revisit`: its state, digest, and the parse a change is
+# diffed against), so one failed parse neither forgets a page's rate nor hides a change.
+KEPT_ACROSS_FAILURES = ("revisit", "text_digest", "body_md5", "title", "links", "extracted")
 
 
 @functools.cache
@@ -188,6 +198,16 @@ def proxy_of(status: Mapping[str, Any], name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def learned_of(status: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """What `name`'s outputs taught about the task (`KEPT_ACROSS_FAILURES`): its output when
+    it succeeded, else what its last failure kept of the output before; {} for none."""
+    if is_success(status, name):
+        output = status.get(name)
+    else:
+        output = status.get(fields_of(name).kept)
+    return output if isinstance(output, Mapping) else {}
+
+
 def output_of(status: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     """The output `name` last succeeded with, when it is an object (as scrape's is); else `{}`."""
     value = status.get(name)
@@ -263,6 +283,7 @@ def record_success(
     """Store `name`'s output and its success; clears the failure count and kind."""
     fields = fields_of(name)
     status[name] = output
+    status.pop(fields.kept, None)
     status[fields.status] = SUCCESS
     status[fields.last_run] = stamp(ended)
     status[fields.attempts] = attempts
@@ -281,9 +302,12 @@ def record_error(
     attempts: int,
     proxy: str | None = None,
 ) -> None:
-    """Store a failure of `name`: drops its output, counts one more failed run in a row."""
+    """Store a failure of `name`: drops its output (keeping `KEPT_ACROSS_FAILURES` of it),
+    counts one more failed run in a row."""
     fields = fields_of(name)
-    status.pop(name, None)
+    dropped = status.pop(name, None)
+    if isinstance(dropped, Mapping) and "revisit" in dropped:
+        status[fields.kept] = {k: dropped[k] for k in KEPT_ACROSS_FAILURES if k in dropped}
     status[fields.status] = f"{ERROR_PREFIX} {error_class}::{message}"
     status[fields.last_run] = stamp(ended)
     status[fields.attempts] = attempts

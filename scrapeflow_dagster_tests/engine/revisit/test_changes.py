@@ -144,3 +144,28 @@ async def test_tracking_off_records_no_digest_state_change_or_kept_body(
     assert output["title"] == changing_page(0, version_at(0, 10 * HOUR)).title  # parsed anew
     assert query(layout.db_path, "SELECT count(*) FROM changes") == [(0,)]
     assert not list(layout.root.rglob("c0.scrape.1"))
+
+
+async def test_a_failed_parse_between_two_keeps_what_the_page_taught_and_its_change(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    keys = add(layout, site)[:1]  # page 0 changes hourly
+    settings = ScrapeSettings(request_timeout_seconds=5.0)
+    await run_chain(layout, [scrape, pages], keys, settings=settings)
+    learned = status(layout, "c0")["pages"]["revisit"]
+    await set_clock(site, 10 * HOUR)
+    await run_chain(layout, [scrape], keys, settings=settings, force=True)
+    (layout.status_dir / "c0.scrape").unlink()  # the body gone: the parse fails
+    await run_chain(layout, [pages], keys, settings=settings, force=True)
+    failed = status(layout, "c0")
+    assert failed["pages_status"].startswith("ERROR") and "pages" not in failed
+    assert failed["pages_kept"]["revisit"] == learned
+
+    await run_chain(layout, [scrape, pages], keys, settings=settings, force=True)
+    after = status(layout, "c0")
+    assert "pages_kept" not in after
+    assert after["pages"]["revisit"]["fetches"] == 2 and after["pages"]["revisit"]["changed"]
+    ((title_after, added),) = query(layout.db_path, "SELECT title_after, text_added FROM changes")
+    new = changing_page(0, version_at(0, 10 * HOUR))
+    assert title_after == new.title and set(new.paragraphs) & set(added)

@@ -16,6 +16,7 @@ from scrapeflow_dagster.engine.revisit.plan import (
     DueTask,
     change_rate,
     freshness_gain,
+    host_of,
     plan_refresh,
 )
 from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy, observe
@@ -83,8 +84,13 @@ def test_a_task_s_params_set_its_own_bounds_and_bad_ones_are_named() -> None:
     assert (policy.min_seconds, policy.initial_seconds) == (5, 9)
     with pytest.raises(ValueError, match="revisit_max_seconds must be a positive number"):
         RevisitPolicy().for_params({"revisit_max_seconds": "soon"})
-    with pytest.raises(ValueError, match="revisit bounds need"):
+    with pytest.raises(ValueError, match=r"revisit_min_seconds \(10\) must not be more than"):
         RevisitPolicy().for_params({"revisit_min_seconds": 10, "revisit_max_seconds": 5})
+    # One bound of a task's own wins over the settings' other: never a policy that cannot be.
+    short = RevisitPolicy(min_seconds=60).for_params({"revisit_max_seconds": 30})
+    assert (short.min_seconds, short.max_seconds) == (30, 30)
+    long = RevisitPolicy(max_seconds=3600).for_params({"revisit_min_seconds": 7200})
+    assert (long.min_seconds, long.max_seconds) == (7200, 7200)
 
 
 def test_the_change_rate_estimate_follows_what_the_fetches_saw() -> None:
@@ -172,3 +178,9 @@ def test_looking_for_noise_only_near_digits_finds_what_looking_everywhere_finds(
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
         everywhere = " ".join(pattern.sub(" ", " ".join(text.split())).split())
         assert normalised(text) == everywhere, text
+
+
+def test_a_host_is_its_name_and_port_without_credentials() -> None:
+    assert host_of("https://user:token@Example.COM:8443/a?b=1") == "example.com:8443"
+    assert host_of("http://[::1]:8080/") == "::1:8080"
+    assert (host_of("not a url"), host_of(None)) == ("", "")
