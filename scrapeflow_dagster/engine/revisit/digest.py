@@ -28,8 +28,12 @@ DEFAULT_NOISE: tuple[str, ...] = (
     r"\b[0-9][0-9,]{0,20}\s{1,3}(?:views|visits|visitors|hits|reads)\b",  # 1,234 views
 )
 # Python's regexes cost ~15 ns per character and pattern: 0.8 ms for a 20 KB page's text. The
-# defaults need a digit, so they run only over the text within this many characters of one.
-_NEAR = 64
+# defaults need a digit, so they run only over the text within this many characters of one
+# (the text as extracted: a date spread over more whitespace than that is not recognised).
+_NEAR = 128
+# What the digest leaves out: ASCII whitespace (deleting it is ten times cheaper than collapsing
+# runs of it, and a change of spacing alone is no change).
+_WHITESPACE = b" \t\n\r\x0b\x0c"
 
 
 @lru_cache(maxsize=32)
@@ -50,9 +54,9 @@ def noise_pattern(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 def normalised(text: str, noise: Sequence[str] = DEFAULT_NOISE) -> str:
-    """`text` with noise removed and whitespace collapsed: what two versions are compared by."""
+    """`text` with noise removed and whitespace collapsed: what the lines of two versions are
+    compared by (`diff`)."""
     text = " ".join(text.split())
-    before = text
     defaults = tuple(p for p in noise if p in DEFAULT_NOISE)
     others = tuple(p for p in noise if p not in DEFAULT_NOISE)
     near_digits = noise_pattern(defaults)
@@ -61,7 +65,7 @@ def normalised(text: str, noise: Sequence[str] = DEFAULT_NOISE) -> str:
     everywhere = noise_pattern(others)
     if everywhere is not None:
         text = everywhere.sub(" ", text)
-    return text if text is before else " ".join(text.split())
+    return " ".join(text.split())
 
 
 def _digit_positions(text: str) -> list[int]:
@@ -79,9 +83,10 @@ def _digit_positions(text: str) -> list[int]:
 
 
 def _sub_near_digits(pattern: re.Pattern[str], text: str) -> str:
-    """`pattern.sub(" ", text)` for a pattern whose matches hold a digit and are shorter than
-    `_NEAR`, on `text` with single spaces: only the stretches around digits are searched, each
-    cut at spaces so that a match reads there as it reads in the whole text."""
+    """`text` with the matches of `pattern` (each holding a digit, shorter than `_NEAR`) cut
+    out: only the stretches around digits are searched, each cut at whitespace and collapsed
+    first, so that a match reads there as it reads in the whole text collapsed. A stretch
+    without a match is kept as it was (whitespace and all)."""
     parts: list[str] = []
     done = 0  # text[:done] is in `parts`
     start = end = -1
@@ -98,24 +103,40 @@ def _sub_near_digits(pattern: re.Pattern[str], text: str) -> str:
     if not parts:
         return text
     parts.append(text[done:])
-    joined = "".join(parts)
-    return text if joined == text else joined
+    return "".join(parts)
 
 
 def _flush(
     pattern: re.Pattern[str], text: str, parts: list[str], done: int, start: int, end: int
 ) -> int:
-    """Append `text[done:end']` to `parts`, the stretch `start .. end` widened to spaces
+    """Append `text[done:end']` to `parts`, the stretch `start .. end` widened to whitespace
     (`end'`) and searched; return `end'`."""
-    start = max(done, text.rfind(" ", 0, start) + 1)
-    cut = text.find(" ", end)
-    end = len(text) if cut < 0 else cut
+    while start > done and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
     parts.append(text[done:start])
-    parts.append(pattern.sub(" ", text[start:end]))
+    stretch = text[start:end]
+    collapsed = " ".join(stretch.split())
+    cut = pattern.sub(" ", collapsed)
+    parts.append(stretch if cut == collapsed else cut)
     return end
 
 
+def without_noise(text: str, noise: Sequence[str] = DEFAULT_NOISE) -> str:
+    """`text` with its noise cut out (see the module); its whitespace not collapsed, except
+    around what was cut. `" ".join(without_noise(t).split()) == normalised(t)`."""
+    if any(p not in DEFAULT_NOISE for p in noise):
+        return normalised(text, noise)  # a user's patterns see the whole text, collapsed
+    pattern = noise_pattern(tuple(noise))
+    return text if pattern is None else _sub_near_digits(pattern, text)
+
+
 def text_digest(title: str | None, text: str, noise: Sequence[str] = DEFAULT_NOISE) -> str:
-    """The change digest of a page with `title` and readable `text` (32 hex digits)."""
-    joined = f"{normalised(title or '', noise)}\n{normalised(text, noise)}"
-    return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
+    """The change digest of a page with `title` and readable `text` (32 hex digits): of both
+    without noise or whitespace."""
+    hasher = hashlib.blake2b(digest_size=16)
+    for part in (title or "", text):
+        hasher.update(without_noise(part, noise).encode().translate(None, _WHITESPACE))
+        hasher.update(b"\x00")
+    return hasher.hexdigest()

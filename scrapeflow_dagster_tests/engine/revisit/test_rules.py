@@ -9,7 +9,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from scrapeflow_dagster.engine.revisit.diff import page_change, text_diff
-from scrapeflow_dagster.engine.revisit.digest import DEFAULT_NOISE, normalised, text_digest
+from scrapeflow_dagster.engine.revisit.digest import (
+    DEFAULT_NOISE,
+    normalised,
+    text_digest,
+    without_noise,
+)
 from scrapeflow_dagster.engine.revisit.plan import (
     EARLY,
     LASTMOD,
@@ -174,10 +179,13 @@ def test_looking_for_noise_only_near_digits_finds_what_looking_everywhere_finds(
         "Mon,", "views", "  ", "\n", "a" * 70, "Dec 1,", "2026", "7 visits", "ab12:34cd",
     ]  # fmt: skip
     pattern = re.compile("|".join(f"(?:{p})" for p in DEFAULT_NOISE))
+    spaces = [" ", "  ", "\n", " \n\t  ", "\n" + " " * 12]
     for _ in range(500):
-        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        text = "".join(rng.choice(pieces) + rng.choice(spaces) for _ in range(rng.randint(0, 40)))
         everywhere = " ".join(pattern.sub(" ", " ".join(text.split())).split())
         assert normalised(text) == everywhere, text
+        # The digest's own cut keeps the text's whitespace, and finds the same noise.
+        assert " ".join(without_noise(text).split()) == everywhere, text
 
 
 def test_a_host_is_its_name_and_port_without_credentials() -> None:
