@@ -382,7 +382,8 @@ WHERE page_text.key = newest.key
   AND newest.ended_at > page_text.parsed_at
 """
 
-# Each change found, once (a parse of the same fetch again finds the same change).
+# Each change found, once (a parse of the same fetch again finds the same change): from parsed
+# pages' lines, and from `pages` outputs (a fetched file that is not a page has no page line).
 INSERT_CHANGES_SQL = """
 INSERT INTO changes
 SELECT key, url,
@@ -401,8 +402,14 @@ SELECT key, url,
     change->>'digest_before',
     change->>'digest_after',
     run_id
-FROM spool
-WHERE kind = 'p' AND change IS NOT NULL AND change->>'detected_at' IS NOT NULL
+FROM (
+    SELECT key, url, change, run_id, filename, seq FROM spool
+    WHERE kind = 'p' AND change IS NOT NULL
+    UNION ALL
+    SELECT key, url, output->'change', run_id, filename, seq FROM spool
+    WHERE kind = 'o' AND executor = 'pages' AND json_type(output->'change') = 'OBJECT'
+) AS found
+WHERE change->>'detected_at' IS NOT NULL
 QUALIFY row_number() OVER (
     PARTITION BY key, change->>'detected_at' ORDER BY filename, seq
 ) = 1

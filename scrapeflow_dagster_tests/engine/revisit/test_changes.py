@@ -169,3 +169,27 @@ async def test_a_failed_parse_between_two_keeps_what_the_page_taught_and_its_cha
     ((title_after, added),) = query(layout.db_path, "SELECT title_after, text_added FROM changes")
     new = changing_page(0, version_at(0, 10 * HOUR))
     assert title_after == new.title and set(new.paragraphs) & set(added)
+
+
+async def test_a_fetched_file_that_changed_is_a_changes_row_by_its_bytes(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    tasks = layout.root / "files.csv"
+    # The site's request counts (JSON): they differ once the page beside them was fetched.
+    tasks.write_text(
+        f"key,url\ncounts,{site.url('/control/requests')}\npage,{site.url('/page/1')}\n"
+    )
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        keys = add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
+    settings = ScrapeSettings(request_timeout_seconds=5.0)
+    await run_chain(layout, [scrape, pages], keys, settings=settings)
+    await run_chain(layout, [scrape, pages], keys, settings=settings, force=True)
+
+    output = status(layout, "counts")["pages"]
+    assert output["file"] is True and output["revisit"]["changed"] is True
+    ((key, title, added, digest_before, digest_after),) = query(
+        layout.db_path,
+        "SELECT key, title_after, text_added, digest_before, digest_after FROM changes",
+    )
+    assert (key, title, added) == ("counts", None, None) and digest_before != digest_after
