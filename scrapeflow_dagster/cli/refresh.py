@@ -35,20 +35,19 @@ from typing import Any
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
-from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.revisit.plan import (
     AGED,
     EARLY,
     FAILED,
     LASTMOD,
     DueTask,
-    due_task,
+    due_tasks,
     host_of,
     plan_refresh,
+    worth_asking_again,
 )
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.schema import (
-    error_kind,
     is_fresh,
     is_success,
     last_run,
@@ -59,8 +58,6 @@ SUMMARY = "fetch again the tasks older than a duration (conditionally), then the
 DEFAULT_OLDER_THAN = "7d"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
-# Failures that asking again cannot fix.
-_NEVER_AGAIN = {ErrorKind.PERMANENT.value, ErrorKind.DISALLOWED.value}
 
 
 def parse_duration(text: str, option: str = "--older-than") -> float:
@@ -251,30 +248,17 @@ def learned_due(
     """`--due`: the tasks the learned schedule says are due (and, with `--failed`, failed
     tasks worth asking again), within the budgets (`engine.revisit.plan`), in one pass over
     the status files; with `--budget`, pages not yet due compete for its spare requests."""
-    now = utc_now()
-    horizon = parse_duration(args.horizon, "--horizon")
-    dates = {
-        key: (when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when)
-        for key, when in dated.items()
-    }
-    found: list[DueTask] = []
-    for key, status in iter_statuses(status_dir):
-        task = due_task(
-            key,
-            status,
-            fetcher,
-            now,
-            unlearned_seconds=unlearned_seconds,
-            lastmod=dates.get(key),
-            changefreq=frequencies.get(key),
-            horizon_seconds=horizon,
-            any_time=args.budget is not None,  # a budget goes where it buys the most
-        )
-        if task is None and args.failed and _worth_asking_again(status, fetcher):
-            host = host_of(status["params"].get("url"))
-            task = DueTask(key, host, now, now, 0.0, 0.0, FAILED)
-        if task is not None:
-            found.append(task)
+    found = due_tasks(
+        iter_statuses(status_dir),
+        fetcher,
+        utc_now(),
+        unlearned_seconds=unlearned_seconds,
+        lastmods=dated,
+        changefreqs=frequencies,
+        horizon_seconds=parse_duration(args.horizon, "--horizon"),
+        any_time=args.budget is not None,  # a budget goes where it buys the most
+        with_failed=args.failed,
+    )
     chosen = plan_refresh(found, budget=args.budget, host_budget=args.host_budget)
     waiting = sum(1 for task in found if task.reason != EARLY)
     due = DueTasks(over_budget=waiting - sum(1 for task in chosen if task.reason != EARLY))
@@ -282,14 +266,6 @@ def learned_due(
         group = {LASTMOD: due.changed, FAILED: due.failed}.get(task.reason, due.stale)
         group.add(task.key)
     return due
-
-
-def _worth_asking_again(status: Mapping[str, Any], fetcher: str) -> bool:
-    """Whether `fetcher` failed for the task with a kind that asking again may fix."""
-    return not is_success(status, fetcher) and error_kind(status, fetcher) not in (
-        None,
-        *_NEVER_AGAIN,
-    )
 
 
 def within_budget(due: DueTasks, budget: int | None, host_budget: int | None) -> DueTasks:
@@ -342,7 +318,7 @@ def due_keys(
             when = fetched or now
             age = (now - when).total_seconds()  # the oldest first
             due.ranked.append(DueTask(key, _host(status), when, when, 0.0, age, reason))
-        elif with_failed and _worth_asking_again(status, fetcher):
+        elif with_failed and worth_asking_again(status, fetcher):
             due.failed.add(key)
             due.ranked.append(DueTask(key, _host(status), now, now, 0.0, 0.0, FAILED))
     return due

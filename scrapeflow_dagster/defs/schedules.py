@@ -35,25 +35,6 @@ REFRESH_CRON_ENV = "SCRAPEFLOW_REFRESH_CRON"
 REFRESH_CRON_DEFAULT = "0 3 * * *"
 
 
-def stale_keys(
-    statuses: Iterable[tuple[str, StatusData]],
-    name: str,
-    now: datetime,
-    max_age_seconds: float,
-) -> tuple[set[str], set[str]]:
-    """`(stale, succeeded)`: keys whose last success of step `name` is older than
-    `max_age_seconds`, and every key where that step succeeded."""
-    stale: set[str] = set()
-    succeeded: set[str] = set()
-    for key, status in statuses:
-        if not is_success(status, name):
-            continue
-        succeeded.add(key)
-        if not is_fresh(status, name, max_age_seconds=max_age_seconds, now=now):
-            stale.add(key)
-    return stale, succeeded
-
-
 def stale_tasks(
     statuses: Iterable[tuple[str, StatusData]],
     name: str,

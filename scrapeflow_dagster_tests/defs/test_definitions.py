@@ -162,7 +162,7 @@ STAGE_IMPORTS = {
         "executors",
     },
     "extract": {"state", "extract"},
-    "revisit": {"state", "revisit"},
+    "revisit": {"errors", "state", "revisit"},
     "render": {"errors", "redact", "settings", "state", "run", "gate", "render"},
     "gate": {
         "errors",

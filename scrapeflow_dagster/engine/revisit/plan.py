@@ -28,9 +28,11 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapeflow_dagster.engine.errors import ErrorKind
 from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy, first_interval
 from scrapeflow_dagster.engine.state.schema import (
     StatusData,
+    error_kind,
     executor_names,
     is_success,
     last_run,
@@ -200,10 +202,12 @@ def due_tasks(
     changefreqs: Mapping[str, str] | None = None,
     horizon_seconds: float = DAY,
     any_time: bool = False,
+    with_failed: bool = False,
 ) -> list[DueTask]:
     """The tasks among `statuses` due at `now` (see `due_task`; with `any_time`, every
-    observed task, for a budget to choose among); `lastmods` are the sitemap dates by key
-    (aware or naive UTC), `changefreqs` their `changefreq`s."""
+    observed task, for a budget to choose among; with `with_failed`, as `FAILED` those whose
+    fetch failed with a kind that asking again may fix), in one pass; `lastmods` are the
+    sitemap dates by key (aware or naive UTC), `changefreqs` their `changefreq`s."""
     dated = {
         key: (when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when)
         for key, when in (lastmods or {}).items()
@@ -221,9 +225,25 @@ def due_tasks(
             horizon_seconds=horizon_seconds,
             any_time=any_time,
         )
+        if task is None and with_failed and worth_asking_again(status, fetcher):
+            host = host_of((status.get("params") or {}).get("url"))
+            task = DueTask(key, host, now, now, 0.0, 0.0, FAILED)
         if task is not None:
             found.append(task)
     return found
+
+
+# Failures that asking again cannot fix: a permanent answer (a 404, a body too large, a bad
+# URL), a robots.txt refusal.
+_NEVER_AGAIN = frozenset({ErrorKind.PERMANENT.value, ErrorKind.DISALLOWED.value})
+
+
+def worth_asking_again(status: Mapping[str, Any], fetcher: str) -> bool:
+    """Whether `fetcher` failed for the task with a kind that asking again may fix."""
+    return not is_success(status, fetcher) and error_kind(status, fetcher) not in (
+        None,
+        *_NEVER_AGAIN,
+    )
 
 
 def plan_refresh(
