@@ -162,7 +162,7 @@ STAGE_IMPORTS = {
         "executors",
     },
     "extract": {"state", "extract"},
-    "revisit": {"errors", "state", "revisit"},
+    "revisit": {"errors", "settings", "state", "polite", "revisit"},
     "render": {"errors", "redact", "settings", "state", "run", "gate", "render"},
     "gate": {
         "errors",

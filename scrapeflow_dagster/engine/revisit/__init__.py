@@ -8,19 +8,8 @@ what changed between two parses (text lines, title, links, extracted fields); `p
 due tasks a refresh fetches within a request budget per run and per host, those whose fetch buys
 the most expected freshness first (Cho and Garcia-Molina's freshness of a Poisson page).
 
-The `pages` step observes each new fetch once (`observe.observe_fetch`); `scrapeflow refresh
---due` and the refresh schedule plan from the status files.
+The `pages` step observes each new fetch once (`executors.revisits.observe_page`);
+`scrapeflow refresh --due` and the refresh schedule plan from the status files. The modules
+are imported by name: `engine.settings` takes `digest` and `rule`, which must not pull in
+`plan` (it counts hosts as the politeness does, and politeness reads the settings).
 """
-
-from scrapeflow_dagster.engine.revisit.digest import DEFAULT_NOISE, text_digest
-from scrapeflow_dagster.engine.revisit.plan import DueTask, plan_refresh
-from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy
-
-__all__ = [
-    "DEFAULT_NOISE",
-    "DueTask",
-    "Revisit",
-    "RevisitPolicy",
-    "plan_refresh",
-    "text_digest",
-]

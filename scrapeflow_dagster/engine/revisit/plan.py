@@ -26,9 +26,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+
+from yarl import URL
 
 from scrapeflow_dagster.engine.errors import ErrorKind
+from scrapeflow_dagster.engine.polite.gate import host_of as polite_host_of
 from scrapeflow_dagster.engine.revisit.rule import Revisit, RevisitPolicy, first_interval
 from scrapeflow_dagster.engine.state.schema import (
     StatusData,
@@ -62,7 +64,7 @@ class DueTask:
     fetched_at: datetime
     rate_per_second: float  # estimated rate of change
     gain_seconds: float  # expected fresh time the fetch buys
-    reason: str  # LEARNED, LASTMOD or UNLEARNED
+    reason: str  # LEARNED, UNLEARNED, LASTMOD, EARLY, AGED or FAILED
 
 
 def change_rate(revisit: Revisit) -> float:
@@ -95,14 +97,13 @@ def revisit_of(status: Mapping[str, Any]) -> Revisit | None:
 
 
 def host_of(url: object) -> str:
-    """The host[:port] a task's URL names, without its userinfo ('' when it names none)."""
+    """The host a task's URL names as per-host limits count it (`polite.gate.host_of`:
+    `host:port`, the default port included, no userinfo); '' when it names none."""
     try:
-        parts = urlsplit(url) if isinstance(url, str) else None
-        host = parts.hostname if parts is not None else None
-        port = parts.port if parts is not None else None
+        parsed = URL(url) if isinstance(url, str) else None
     except ValueError:
         return ""
-    return "" if host is None else host if port is None else f"{host}:{port}"
+    return "" if parsed is None or not parsed.host else polite_host_of(parsed)
 
 
 def due_task(
