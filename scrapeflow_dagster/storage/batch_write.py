@@ -92,7 +92,8 @@ def write_run_shard(storage: SqliteEventLogStorage, run_id: str, rows: Sequence[
 
 
 # Run in a batch's transaction after its rows are inserted: (connection, rows, their ids).
-AfterInsert = Callable[[Connection, Sequence[Row], Sequence[int]], None]
+# What it returns is not used (the delete of superseded planned rows returns its count).
+AfterInsert = Callable[[Connection, Sequence[Row], Sequence[int]], object]
 
 
 def write_index_shard(

@@ -53,6 +53,7 @@ from dagster_postgres.utils import (
     get_token_provider_from_config,
     pg_url_from_config,
 )
+from sqlalchemy.engine import Connection
 
 from scrapeflow_dagster.storage.buffer import (
     DEFAULT_MAX_BUFFER_SECONDS,
@@ -69,6 +70,7 @@ from scrapeflow_dagster.storage.lean_writes import (
     lean_writes_from_config,
 )
 from scrapeflow_dagster.storage.planned import Row
+from scrapeflow_dagster.storage.postgres_vacuum import DeletedRowsVacuum
 from scrapeflow_dagster.storage.postgres_write import write_events
 from scrapeflow_dagster.storage.retention import policy_from_config, retention_config_field
 from scrapeflow_dagster.storage.version_guard import (
@@ -112,8 +114,8 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         retention: the home's `retention` block (`retention`); None: nothing is pruned.
         lean_writes: the `lean_writes` block (`lean_writes`; one table holds a run's log and
             the asset events, so `run_log_asset_events` does not apply); None: defaults
-            (`POSTGRES_LEAN_WRITES`: bodies compact, superseded planned rows deleted, every
-            planned row written before the run).
+            (`POSTGRES_LEAN_WRITES`: bodies compact, superseded planned rows deleted and
+            their space vacuumed while writing, every planned row written before the run).
 
         Raises:
             DagsterInvalidConfigError: for `planned_rows_before_run` set (SQLite only).
@@ -150,6 +152,12 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
                 pool_recycle=POOL_RECYCLE_SECONDS,
                 pool_pre_ping=True,
             )
+        vacuum_after = self.lean_writes.vacuum_after_deleted
+        self._vacuum = (
+            DeletedRowsVacuum(self._engine, vacuum_after)
+            if self._batching and self.lean_writes.delete_superseded_planned and vacuum_after
+            else None
+        )
 
     @classmethod
     def config_type(cls) -> dict[str, Any]:
@@ -195,8 +203,17 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
         lean = self.lean_writes
-        after_insert = delete_superseded_planned if lean.delete_superseded_planned else None
+        if not lean.delete_superseded_planned:
+            write_events(self, self._engine, events, lean.index_rows(rows))
+            return
+        deleted: list[int] = []
+
+        def after_insert(conn: Connection, rows: Sequence[Row], event_ids: Sequence[int]) -> None:
+            deleted.append(delete_superseded_planned(conn, rows, event_ids))
+
         write_events(self, self._engine, events, lean.index_rows(rows), after_insert)
+        if self._vacuum is not None:  # committed: a VACUUM can now reclaim them
+            self._vacuum.deleted(sum(deleted))
 
     def dispose(self) -> None:
         super().dispose()
@@ -210,3 +227,6 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         engine = getattr(self, "_engine", None)
         if engine is not None:
             engine.dispose(close=False)
+        vacuum = getattr(self, "_vacuum", None)
+        if vacuum is not None:
+            vacuum.forget_after_fork()

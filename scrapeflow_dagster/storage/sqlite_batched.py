@@ -121,9 +121,19 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         max_buffer_seconds: flush when an event arrives and the oldest waiting is this old.
         retention: the home's `retention` block (`retention`); None: nothing is pruned.
         lean_writes: the `lean_writes` block (`lean_writes`); None: its defaults.
+
+        Raises:
+            DagsterInvalidConfigError: for `vacuum_after_deleted` set (Postgres only).
         """
         self.retention_policy = policy_from_config(retention)
         self.lean_writes = lean_writes_from_config(lean_writes)
+        if self.lean_writes.vacuum_after_deleted is not None:
+            raise dg.DagsterInvalidConfigError(
+                "lean_writes.vacuum_after_deleted is for the Postgres storage: SQLite reuses a"
+                " deleted row's page at once (leave it out, or null)",
+                [],
+                self.lean_writes.vacuum_after_deleted,
+            )
         self._run_log_sample = RunLogSample(self.lean_writes.run_log_asset_events)
         self._run_reads = threading.local()  # `from_index`: this thread's run read (see below)
         install_body_reader()  # whatever writes, a home's compact bodies read as JSON

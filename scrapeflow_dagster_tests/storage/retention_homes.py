@@ -4,6 +4,7 @@ everything Dagster and the UI read back about it (`reads`), to compare before an
 prune."""
 
 import json
+import re
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -28,6 +29,7 @@ from scrapeflow_dagster_tests.support.graphql import ui_partition_health
 from scrapeflow_dagster_tests.support.processes import process_env
 from scrapeflow_dagster_tests.support.tasks import store_tasks
 
+RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ASSETS = ("scrape", "validation", "pages")
 RECORDS_LIMIT = 10_000  # Dagster refuses more per call
 # Fast retries; one shard, in one process: the fastest chain run there is.
@@ -250,3 +252,12 @@ def histories(home: Path) -> dict[str, dict[int, Any]]:
 def home_bytes(home: Path) -> int:
     """The size of the files of a home (SQLite: everything Dagster keeps)."""
     return sum(path.stat().st_size for path in home.rglob("*") if path.is_file())
+
+
+def runs_named(home: Path, value: Any) -> Any:
+    """`value` with each run id of `home` replaced by the run's position (oldest 0)."""
+    with instance_of(home) as instance:
+        position = {run.run_id: i for i, run in enumerate(reversed(instance.get_runs()))}
+    text = RUN_ID.sub(lambda found: f"run-{position.get(found.group(0), '?')}", repr(value))
+    assert "run-?" not in text
+    return text

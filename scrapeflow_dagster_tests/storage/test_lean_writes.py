@@ -14,7 +14,6 @@ upgrade that reads the rows another way fails here (`make compat` runs this modu
 
 import dataclasses
 import json
-import re
 import sqlite3
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from scrapeflow_dagster_tests.storage.retention_homes import (
     histories,
     home_bytes,
     reads,
+    runs_named,
     task_rows,
     turn_to_failures,
     write_chain_home,
@@ -50,7 +50,6 @@ PLANNED = "ASSET_MATERIALIZATION_PLANNED"
 MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION
 OBSERVATION = DagsterEventType.ASSET_OBSERVATION
 PLANNED_KIND = DagsterEventType.ASSET_MATERIALIZATION_PLANNED
-_RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @pytest.fixture(scope="module")
@@ -59,18 +58,11 @@ def site() -> Iterator[SiteThread]:
         yield served
 
 
-def _runs_named(home: Path, value: Any) -> Any:
-    """`value` with each run id of `home` replaced by the run's position (oldest 0)."""
-    with instance_of(home) as instance:
-        position = {run.run_id: i for i, run in enumerate(reversed(instance.get_runs()))}
-    text = _RUN_ID.sub(lambda found: f"run-{position.get(found.group(0), '?')}", repr(value))
-    assert "run-?" not in text
-    return text
-
-
 def _home(tmp_path: Path, name: str, lean: LeanWrites, url: str | None) -> Path:
     if url is not None:  # every planned row before the run starts on Postgres
         lean = dataclasses.replace(lean, planned_rows_before_run=None)
+        if lean.delete_superseded_planned:  # and VACUUMs between the run's writes
+            lean = dataclasses.replace(lean, vacuum_after_deleted=5)
     return write_chain_home(
         tmp_path / name,
         policy=RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None),
@@ -161,9 +153,9 @@ def test_lean_writes_change_no_read_and_keep_less(
     def every_read(chain: ChainHome) -> tuple[str, str, str]:
         reads(chain.home, chain.keys)  # the status cache stored, as after any UI visit
         return (
-            _runs_named(chain.home, reads(chain.home, chain.keys)),
-            _runs_named(chain.home, reads(chain.home, chain.keys, rebuild=True)),
-            _runs_named(chain.home, histories(chain.home)),
+            runs_named(chain.home, reads(chain.home, chain.keys)),
+            runs_named(chain.home, reads(chain.home, chain.keys, rebuild=True)),
+            runs_named(chain.home, histories(chain.home)),
         )
 
     lean_reads, stock_reads = every_read(lean), every_read(stock)
