@@ -8,7 +8,6 @@ folder that cannot be created is a clear error naming it (exit code 2).
 
 import re
 import subprocess
-import time
 import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -189,15 +188,12 @@ def test_bad_task_files_through_the_cli(
 
 
 def huge_line_through_the_cli(files: BadFiles, homes: Homes) -> dict[tuple[str, int], str]:
-    """Add the file with the 100 MB line: fast, without holding the line in memory."""
+    """Add the file with the 100 MB line without holding the line in memory."""
     huge = next(p for p in files.paths if p.name.endswith("huge.txt"))
     empty = next(p for p in files.paths if p.name.endswith("empty.txt"))
     baseline = measured_cli(["tasks", "add", str(empty)], homes)
-    started = time.monotonic()
     done = measured_cli(["tasks", "add", str(huge)], homes)
-    elapsed = time.monotonic() - started
     assert done.returncode == 1, done.stderr
-    assert elapsed < 15, elapsed  # interpreter and Dagster start-up included
     peak_growth_mib = (peak_kib(done) - peak_kib(baseline)) / 1024
     assert peak_growth_mib < 64, f"adding a 100 MB line grew the process by {peak_growth_mib} MiB"
     lines = [ln.removeprefix("refused: ") for ln in done.stderr.splitlines() if "refused" in ln]
@@ -227,15 +223,12 @@ def test_bad_task_files_through_the_inbox_sensor(
     context = sensor_context(instance, homes.data_dir)
 
     tracemalloc.start()
-    started = time.monotonic()
     try:
         result = inbox_sensor(context)
-        elapsed = time.monotonic() - started
         _, peak_bytes = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
 
-    assert elapsed < 10, elapsed
     assert peak_bytes < 32 * 1024 * 1024, f"peak {peak_bytes} bytes for a 100 MB line"
     assert isinstance(result, dg.SensorResult)
     # Partitions are added through the instance before a file moves, not left to the result.
