@@ -15,13 +15,16 @@ from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.revisit.plan import due_tasks
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.state.schema import last_run
+from scrapeflow_dagster.engine.state.schema import last_run, parse_stamp, stamp
 from scrapeflow_dagster.site.content.changing import changefreq, rate_per_hour, version_at
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run
 
 PAGES = 8
-INITIAL = 4.0  # seconds: each page's first revisit interval (a task file column)
+# Seconds: each page's first revisit interval (a task file column). Long enough for the two
+# early refresh commands to start and plan before any page is due on a slow machine (4 s was
+# not, on 2026-11-29's); the test then waits only what is left of it.
+INITIAL = 20.0
 
 
 def set_clock(site: SiteThread, seconds: float) -> None:
@@ -71,7 +74,11 @@ def test_refresh_due_fetches_what_is_due_within_budgets_and_records_each_change(
 
     later = 48 * 3600.0  # two site days: some pages changed, some never do
     set_clock(site_thread, later)
-    time.sleep(INITIAL + 0.5)
+    fetches = [parse_stamp(moment) for moment in before.values()]
+    now = parse_stamp(stamp())
+    assert now is not None and all(fetches)
+    due_at = max(f for f in fetches if f is not None) + timedelta(seconds=INITIAL + 0.5)
+    time.sleep(max(0.0, (due_at - now).total_seconds()))
     capped = run_command("scrapeflow", "refresh", "--due", "--budget", "5", "--host-budget", "3")
     assert capped.returncode == 0, capped.stdout + capped.stderr
     assert f"refresh: 3 tasks due or worth the budget, {PAGES - 3} left for later (budget)" in (
