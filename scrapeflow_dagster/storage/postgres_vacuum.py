@@ -46,7 +46,6 @@ class DeletedRowsVacuum:
         self._deleted = 0
         self._threshold = min_rows
         self._thread: threading.Thread | None = None
-        self.vacuums = 0  # VACUUMs this process ran (a test reads it)
 
     def deleted(self, rows: int) -> None:
         """Count `rows` deleted (committed); start a VACUUM when they reach the threshold and
@@ -60,13 +59,6 @@ class DeletedRowsVacuum:
                 target=self._vacuum, name="scrapeflow-event-log-vacuum", daemon=True
             )
             self._thread.start()
-
-    def wait(self, timeout: float | None = None) -> None:
-        """Wait for this process's VACUUM under way, if any (tests; a process never needs to:
-        one cut short when the process exits has changed nothing)."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
 
     def forget_after_fork(self) -> None:
         """In a forked child: the parent's thread is not here, nor are its counts."""
@@ -93,7 +85,6 @@ class DeletedRowsVacuum:
                 "VACUUM of %s while writing failed (%s): left to autovacuum", _TABLE, exc
             )
             return
-        self.vacuums += 1
         self._threshold = _threshold(self._min_rows, self._fraction, rows)
         logger.debug(
             "VACUUM %s in %.2f s; next after %d deleted rows",
