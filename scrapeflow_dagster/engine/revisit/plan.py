@@ -241,10 +241,10 @@ _NEVER_AGAIN = frozenset({ErrorKind.PERMANENT.value, ErrorKind.DISALLOWED.value}
 
 def worth_asking_again(status: Mapping[str, Any], fetcher: str) -> bool:
     """Whether `fetcher` failed for the task with a kind that asking again may fix."""
-    return not is_success(status, fetcher) and error_kind(status, fetcher) not in (
-        None,
-        *_NEVER_AGAIN,
-    )
+    if is_success(status, fetcher):
+        return False
+    kind = error_kind(status, fetcher)
+    return kind is not None and kind not in _NEVER_AGAIN
 
 
 def plan_refresh(
