@@ -180,6 +180,8 @@ def tree_figures(m: Measured, memory: TreeMemory) -> dict[str, Any]:
         "tree_pss_peak_seconds": memory.peak_pss_seconds,
         "tree_pss_peak_parts": memory.peak_pss_parts,
         "wait4_peak_rss_mib": m.tree_peak_rss_mib,
+        # What the tree's processes wrote to storage (file data; a process's last sample).
+        "disk_write_bytes": sum(p.write_bytes or 0 for p in m.processes),
         "other_busy_cores": m.other_busy_cores,
         "roles": m.roles,
         "processes": [
@@ -489,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
                     + f"; tree peak RSS add {r['add']['tree_sum_peak_rss_mib']:.0f} MiB, run"
                     f" {run['tree_sum_peak_rss_mib']:.0f} MiB (largest"
                     f" {run['largest_peak_rss_mib']:.0f}); home"
-                    f" {per['home_run_apparent'] / 1024:.2f} KB/task; status"
+                    f" {per['home_run_apparent'] / 1024:.2f} KB/task; disk writes"
+                    f" {run['disk_write_bytes'] / n / 1024:.0f} KB/task; status"
                     f" {r['status']['median_seconds']:.2f} s; exact {r['exact']['ok']}",
                     flush=True,
                 )
@@ -517,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
             kb(r["per_task"]["home_run_allocated"]),
             kb(r["per_task"]["home_total_apparent"]),
             kb(r["per_task"]["data_allocated"]),
+            kb(r["run"]["disk_write_bytes"] / r["tasks"]),
             r["status"]["median_seconds"],
             "yes" if r["exact"]["ok"] else "NO",
         ]
@@ -539,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             "alloc",
             "home total",
             "data KB/t",
+            "written KB/t",
             "status s",
             "exact",
         ],
@@ -546,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         title=(
             "the chain in one run (after 1st: tasks/s once pages flow; MiB: peak RSS; tree ="
             " sum of each process's peak; RSS/PSS now = the tree summed at one moment, at its"
-            " highest; home KB/t = what the run added, apparent, then allocated; data allocated)"
+            " highest; home KB/t = what the run added, apparent, then allocated; data allocated;"
+            " written = file data the run's processes wrote to disk)"
         ),
     )
     report["targets"] = targets(report["sizes"])

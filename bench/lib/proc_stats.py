@@ -32,6 +32,21 @@ def proc_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def proc_write_bytes(pid: int) -> int | None:
+    """Bytes process `pid` has caused to be written to storage so far (`write_bytes` of
+    /proc/<pid>/io: file data it dirtied, not the file system's journal); None when unreadable
+    (another user's process, or gone)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name == "write_bytes":
+                    return int(rest)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def machine_busy_seconds() -> float | None:
     """CPU seconds all cores of the machine spent busy since boot (Linux only)."""
     try:

@@ -7,7 +7,13 @@ which `os.wait4`'s single maximum over the tree cannot.
 import threading
 from dataclasses import dataclass
 
-from bench.lib.proc_stats import cmdline, descendants, proc_cpu_seconds, read_status_kib
+from bench.lib.proc_stats import (
+    cmdline,
+    descendants,
+    proc_cpu_seconds,
+    proc_write_bytes,
+    read_status_kib,
+)
 
 
 def process_role(command: str) -> str:
@@ -42,6 +48,8 @@ class ProcPeak:
     cmdline: str
     peak_rss_mib: float
     cpu_seconds: float | None
+    # /proc/<pid>/io's write_bytes at the last sample (what came after it is missed).
+    write_bytes: int | None = None
 
 
 class TreeSampler:
@@ -80,6 +88,9 @@ class TreeSampler:
             cpu = proc_cpu_seconds(pid)
             if cpu is not None:
                 known.cpu_seconds = cpu
+            written = proc_write_bytes(pid)
+            if written is not None:
+                known.write_bytes = written
 
     def _run(self) -> None:
         while not self._stop.is_set():

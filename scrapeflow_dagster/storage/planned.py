@@ -51,11 +51,18 @@ def per_partition_rows(
     the run id, the asset key and the `asset_keys` values, which do not depend on the partition.
     In chunks, because all of a run's rows at once held ~1.2 KB per task per asset (110 MiB
     per asset at 100,000 tasks, measured) in the process that creates the run.
+
+    In sorted key order, the order the run's shards take their keys (`scaleout.shards`), not
+    the subset's (a set's: random). Each materialisation deletes its partition's planned row,
+    and the next planned row written goes beside the last: in random order both touched a page
+    of the table and of each of its five indexes per row. A million-task run's planned rows
+    made the process that wrote them write 70 GB to disk (23 KB per row, SQLite's 16 KB pages
+    through its WAL and back), and the shards' deletes ~550 KB per task more.
     """
     dagster_event = event.get_dagster_event()
     data = dagster_event.event_specific_data
     assert isinstance(data, AssetMaterializationPlannedData) and data.partitions_subset
-    keys: Iterable[str] = data.partitions_subset.get_partition_keys()
+    keys: Iterable[str] = sorted(data.partitions_subset.get_partition_keys())
     template = event._replace(
         dagster_event=dagster_event._replace(
             event_specific_data=AssetMaterializationPlannedData(

@@ -32,6 +32,7 @@ from dagster._core.events import (
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
 
+from scrapeflow_dagster.scaleout.shards import split_keys
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
 from scrapeflow_dagster.storage.planned import per_partition_rows
@@ -235,3 +236,27 @@ def test_a_run_end_waits_for_its_planned_rows(tmp_path: Path) -> None:
                 ).fetchall()
             )
     assert counts == {'["scrape"]': len(keys), '["validation"]': len(keys)}
+
+
+@pytest.mark.parametrize("before_run", [BEFORE_RUN, None], ids=["behind", "all-before"])
+def test_planned_rows_are_written_in_the_order_the_shards_take_their_keys(
+    tmp_path: Path, before_run: int | None
+) -> None:
+    # A materialisation deletes its partition's planned row: rows written in the shards' order
+    # are deleted page by page, not one page of the table and of each index per row.
+    keys = [f"host-page-{n}-{n * 7919 % 1000:03d}" for n in range(150)]
+    home = _home(tmp_path, "home", LeanWrites(planned_rows_before_run=before_run))
+    with instance_of(home) as instance:
+        storage = instance.event_log_storage
+        storage.store_event(_subset_event("run-a", "scrape", keys))
+        storage.store_event(_entry("run-a", "job", DagsterEventType.RUN_FAILURE, None))
+        with closing(sqlite3.connect(home / "history" / "runs" / "index.db")) as db:
+            written = [
+                partition
+                for (partition,) in db.execute(
+                    "SELECT partition FROM event_logs WHERE dagster_event_type = ? ORDER BY id",
+                    (PLANNED,),
+                )
+            ]
+    shards_order = [key for shard in split_keys(keys, 2) for key in shard]
+    assert written == shards_order != keys  # "page-10" before "page-2", as the shards run them
