@@ -21,7 +21,7 @@ import orjson
 
 from scrapeflow_dagster.defs.partition_events import LogMaterialization
 from scrapeflow_dagster.engine.history import LedgerLockedError, connect_readonly
-from scrapeflow_dagster.engine.history.frames import declared_structure
+from scrapeflow_dagster.engine.history.frames import declared_structure, group_structure_sql
 
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
@@ -35,6 +35,8 @@ FIXED_COLUMNS = (
 )
 # A step's end waits this long for DuckDB at most; without it the metadata is left out.
 LOCK_TIMEOUT_SECONDS = 2.0
+# The read's cap: a million tasks' rows need ~143 MiB RSS under it (`group_structure_sql`).
+READ_MEMORY_LIMIT = "64MB"
 
 
 class HeldBack:
@@ -76,6 +78,9 @@ def table_metadata(
     except (LedgerLockedError, duckdb.Error):
         return {}
     try:
+        # A run step's end: DuckDB's defaults (every core, 80% of RAM) are not its to take.
+        conn.execute("SET threads = 1")
+        conn.execute(f"SET memory_limit = '{READ_MEMORY_LIMIT}'")
         return _read(conn, executors, run_id)
     except duckdb.Error:  # a file from before `outputs`, never synced since
         return {}
@@ -93,8 +98,7 @@ def _read(
         structure = declared_structure(conn, executor)
         if structure is None:
             shape = conn.execute(
-                "SELECT json_group_structure(output) FROM outputs "
-                "WHERE executor = ? AND run_id = ?",
+                group_structure_sql("output", "FROM outputs WHERE executor = ? AND run_id = ?"),
                 [executor, run_id],
             ).fetchone()
             structure = shape[0] if shape else None
