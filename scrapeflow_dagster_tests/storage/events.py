@@ -61,8 +61,9 @@ def planned(run_id: str, asset: str, partition: str) -> EventLogEntry:
 
 def planned_subset(run_id: str, asset: str, keys: list[str]) -> list[EventLogEntry]:
     """A run's planned event of `keys` as one event (what run creation logs to a storage that
-    takes partition subsets), then the per-partition events stock Dagster logs instead, in the
-    subset's key order, all at the same time."""
+    takes partition subsets), then the per-partition events stock Dagster logs instead, all at
+    the same time, in sorted key order: the order the batched storages write them (the shards'
+    order, `storage.planned`; stock Dagster's own depends on how the run named its partitions)."""
     partitions_def = dg.DynamicPartitionsDefinition(name="tasks")
     subset = partitions_def.subset_with_partition_keys(keys).to_serializable_subset()
     one = _entry(
@@ -81,7 +82,7 @@ def planned_subset(run_id: str, asset: str, keys: list[str]) -> list[EventLogEnt
                 AssetMaterializationPlannedData(dg.AssetKey(asset), partition=key),
             )
         )
-        for key in subset.get_partition_keys()
+        for key in sorted(subset.get_partition_keys())
     ]
     return [one, *each]
 
