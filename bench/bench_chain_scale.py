@@ -185,7 +185,12 @@ def tree_figures(m: Measured, memory: TreeMemory) -> dict[str, Any]:
         "other_busy_cores": m.other_busy_cores,
         "roles": m.roles,
         "processes": [
-            {"role": p.role, "peak_rss_mib": p.peak_rss_mib, "cmdline": p.cmdline[:160]}
+            {
+                "role": p.role,
+                "peak_rss_mib": p.peak_rss_mib,
+                "write_bytes": p.write_bytes,
+                "cmdline": p.cmdline[:160],
+            }
             for p in m.processes
         ],
     }

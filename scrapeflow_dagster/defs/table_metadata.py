@@ -97,16 +97,26 @@ def _read(
         row = conn.execute("SELECT count(*) FROM outputs WHERE executor = ?", [executor]).fetchone()
         structure = declared_structure(conn, executor)
         if structure is None:
-            shape = conn.execute(
-                group_structure_sql("output", "FROM outputs WHERE executor = ? AND run_id = ?"),
-                [executor, run_id],
-            ).fetchone()
-            structure = shape[0] if shape else None
+            structure = _found_structure(conn, executor, run_id)
         found[executor] = {
             ROW_COUNT: dg.MetadataValue.int(int(row[0]) if row else 0),
             COLUMN_SCHEMA: output_schema(structure),
         }
     return found
+
+
+def _found_structure(conn: duckdb.DuckDBPyConnection, executor: str, run_id: str) -> str | None:
+    """The structure of `executor`'s outputs in run `run_id`, as DuckDB finds it; None (one
+    `output` JSON column) when it does not fit `READ_MEMORY_LIMIT`: outputs with a field keyed
+    by data (a map of headers, of ids) have about as many structures as rows."""
+    try:
+        shape = conn.execute(
+            group_structure_sql("output", "FROM outputs WHERE executor = ? AND run_id = ?"),
+            [executor, run_id],
+        ).fetchone()
+    except duckdb.OutOfMemoryException:
+        return None
+    return shape[0] if shape else None
 
 
 def output_schema(structure: str | None) -> dg.TableSchema:

@@ -57,7 +57,7 @@ def per_partition_rows(
     and the next planned row written goes beside the last: in random order both touched a page
     of the table and of each of its five indexes per row. A million-task run's planned rows
     made the process that wrote them write 70 GB to disk (23 KB per row, SQLite's 16 KB pages
-    through its WAL and back), and the shards' deletes ~550 KB per task more.
+    through its WAL and back), and the shards' deletes ~485 KB per task more.
     """
     dagster_event = event.get_dagster_event()
     data = dagster_event.event_specific_data

@@ -4,7 +4,9 @@ columns (`dagster/row_count`, `dagster/column_schema`), and a run logs no event 
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 
+from scrapeflow_dagster.defs.table_metadata import COLUMN_SCHEMA, ROW_COUNT, table_metadata
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import range_tags
@@ -100,3 +102,31 @@ def test_a_declared_output_shape_is_the_assets_column_schema_before_any_run() ->
             ("tags", "VARCHAR[]"),
         ], make
         assert "dagster/column_schema" not in specs["scrape"].metadata  # found at run time
+
+
+def test_outputs_with_a_structure_per_row_keep_their_row_count_and_one_json_column(
+    tmp_path: Path,
+) -> None:
+    # A field keyed by data (a map of response headers) gives each row a structure of its own:
+    # more than the read's memory cap holds. The counts stay, the other executors' columns too.
+    ledger = tmp_path / "scrapeflow.duckdb"
+    with duckdb.connect(str(ledger)) as conn:
+        conn.execute(
+            "CREATE TABLE outputs (key VARCHAR, executor VARCHAR, run_id VARCHAR, output JSON)"
+        )
+        conn.execute(
+            "INSERT INTO outputs SELECT 'k' || i, 'scrape', 'run-1', json_object('status', 200,"
+            " 'headers', json_object('x-h-' || i, 'v')) FROM range(100000) t(i)"
+        )
+        conn.execute(
+            "INSERT INTO outputs SELECT 'p' || i, 'pages', 'run-1', json_object('title', 't')"
+            " FROM range(10) t(i)"
+        )
+    found = table_metadata(ledger, ["scrape", "pages"], "run-1")
+    columns = {
+        executor: [column.name for column in metadata[COLUMN_SCHEMA].columns]
+        for executor, metadata in found.items()
+    }
+    fixed = ["key", "url", "ended_at", "run_id", "output_bytes"]
+    assert columns == {"scrape": [*fixed, "output"], "pages": [*fixed, "title"]}
+    assert found["scrape"][ROW_COUNT] == dg.MetadataValue.int(100_000)

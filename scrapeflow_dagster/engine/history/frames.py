@@ -35,12 +35,15 @@ OUTPUT_COLUMNS = ("key", "url", "ended_at", "run_id", "output_bytes")
 
 def group_structure_sql(column: str, rows: str) -> str:
     """The SELECT of `json_group_structure(column)` over `rows` (`FROM ... WHERE ...`), in
-    memory that does not grow with the rows.
+    memory that grows with the rows' distinct structures, not with the rows.
 
-    DuckDB's aggregate over a million pages' outputs took 8 GB (a run step's end, 2026-11-29),
-    and under a 256 MB cap it fails. Rows of one `json_structure` add the same to the merged
-    structure, so it is taken over one row of each: the same answer, in a hash table of the
-    distinct structures (143 MiB RSS under a 64 MB cap for the same million rows).
+    DuckDB's aggregate is `json_structure(json_group_array(column))`: an array of every row.
+    Over a million pages' outputs it took 11 GB (a run step's end, 2026-11-29), and under a
+    256 MB cap it fails. Rows of one `json_structure` add the same to the merged structure, so
+    it is taken over one row of each: the same answer, in a hash table of the distinct
+    structures (143 MiB RSS under a 64 MB cap for the same million rows). Rows with a field
+    keyed by data (a map of headers) can each have a structure of their own: then it holds
+    about as much as the aggregate did.
     """
     distinct = f"SELECT any_value({column}) AS sample {rows} GROUP BY json_structure({column})"
     return f"SELECT json_group_structure(sample) FROM ({distinct})"

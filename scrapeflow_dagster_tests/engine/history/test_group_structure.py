@@ -44,7 +44,7 @@ def test_the_structure_of_many_large_rows_fits_a_small_memory_cap(
     conn: duckdb.DuckDBPyConnection,
 ) -> None:
     # 100,000 pages' outputs of 40 links each: DuckDB's aggregate needs more than this cap
-    # (8 GB for a million pages' outputs, measured); one row per distinct structure does not.
+    # (11 GB for a million pages' outputs, measured); one row per distinct structure does not.
     conn.execute(
         "INSERT INTO outputs SELECT 'pages', json_object('title', 'page ' || i, 'links',"
         " list_transform(range(40), lambda x: 'http://h.test/page/' || (i * 40 + x)), 'n', i)"
