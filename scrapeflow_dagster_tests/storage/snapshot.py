@@ -2,14 +2,18 @@
 
 Run ids, timestamps and data versions differ between two homes running the same commands;
 runs are named by their position (0 for the oldest) and the rest is left out. Event ids are
-kept: the same commands give the same ids in the index shard when the rows are the same.
+kept: the same commands give the same ids in the index shard when the rows are the same. A
+run's planned rows of one asset are compared in partition order (`planned_in_key_order`): the
+batched storages write them sorted, as the run's shards take them; stock Dagster in the order
+of a set of keys.
 """
 
 import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import dagster as dg
 from dagster._core.events import DagsterEventType
@@ -20,6 +24,37 @@ MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION
 PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED
 ASSET_EVENT_TYPES = {MATERIALIZATION, PLANNED}
 RECORDS_LIMIT = 10_000
+Row = TypeVar("Row", bound=tuple[Any, ...])
+
+
+def planned_in_key_order(
+    rows: Sequence[Row], *, type_at: int, partition_at: int, id_at: int | None = None
+) -> list[Row]:
+    """`rows` with each block of consecutive planned rows that differ only in partition (and
+    id) in partition order, the ids (field `id_at`) left where they were."""
+    out: list[Row] = []
+    block: list[Row] = []
+
+    def rest(row: Row) -> tuple[Any, ...]:
+        return tuple(v for i, v in enumerate(row) if i not in (partition_at, id_at))
+
+    def flush() -> None:
+        ordered = sorted(block, key=lambda row: row[partition_at] or "")
+        for place, row in zip(block, ordered, strict=True):
+            if id_at is not None:
+                row = type(row)((*row[:id_at], place[id_at], *row[id_at + 1 :]))
+            out.append(row)
+        block.clear()
+
+    for row in rows:
+        if block and (row[type_at] != PLANNED.value or rest(row) != rest(block[0])):
+            flush()
+        if row[type_at] == PLANNED.value:
+            block.append(row)
+        else:
+            out.append(row)
+    flush()
+    return out
 
 
 def run_positions(instance: dg.DagsterInstance) -> dict[str, int]:
@@ -72,7 +107,7 @@ def run_shard_asset_events(
         if dagster_event is not None and dagster_event.event_type in ASSET_EVENT_TYPES:
             asset_key = dagster_event.asset_key.to_string() if dagster_event.asset_key else None
             events.append((dagster_event.event_type_value, asset_key, dagster_event.partition))
-    return events
+    return planned_in_key_order(events, type_at=0, partition_at=2)
 
 
 def index_shard_rows(home: Path, positions: dict[str, int]) -> dict[str, Any]:
@@ -96,6 +131,7 @@ def index_shard_rows(home: Path, positions: dict[str, int]) -> dict[str, Any]:
                 " FROM asset_keys ORDER BY asset_key"
             )
         ]
+    events = planned_in_key_order(events, type_at=2, partition_at=4, id_at=0)
     return {"events": events, "tags": tags, "asset_keys": asset_keys}
 
 
@@ -139,7 +175,11 @@ def postgres_rows(postgres_url: str, positions: dict[str, int]) -> dict[str, Any
             " WHERE dagster_event_type IN %s ORDER BY id",
             (asset_types,),
         )
-        events = [(positions[run_id], *rest) for run_id, *rest in cursor.fetchall()]
+        events = planned_in_key_order(
+            [(positions[run_id], *rest) for run_id, *rest in cursor.fetchall()],
+            type_at=1,
+            partition_at=3,
+        )
         cursor.execute(
             "SELECT t.asset_key, t.key, e.partition FROM asset_event_tags t"
             " JOIN event_logs e ON e.id = t.event_id ORDER BY t.id"
