@@ -15,7 +15,11 @@ after this run's planned row, and so supersedes it. A chunk therefore deletes, i
 transaction that inserts it, its rows whose partition has such a row (`drop_superseded`): the
 insert holds SQLite's write lock, so no other process's row can come between the check and
 the insert. (Not on Postgres, where two transactions can interleave so: there every planned
-row is written before the run starts.)
+row is written before the run starts.) Where materialisations delete the planned rows they
+supersede (`lean_writes.delete_superseded_planned`), one stored before its partition's chunk
+found no planned row of this run there and so left the partition's older planned row (another
+run's, kept as that asset's newest when it was materialised); the chunk deletes it too, as
+that materialisation would have (else the UI showed the older run as the partition's latest).
 
 The thread is not a daemon: a process that created a run (a webserver, the daemon, a
 `scrapeflow` command) ends only once the run's planned rows are written. Where the run executes
@@ -68,14 +72,48 @@ WHERE id BETWEEN :first AND :last
 )
 
 
-def drop_superseded(conn: Connection, event_ids: Sequence[int], since: int) -> None:
+# The planned rows older than `:since` (before the run's planning) of the partitions of the
+# chunk's rows (`:first` to `:last`, one asset) that got a materialisation after `:since` and
+# before the chunk: those that materialisation deletes where the run's planned row came first
+# (`lean_writes._DELETE_SUPERSEDED_PLANNED`: its own run's row is then the partition's newest,
+# so every older one goes). None of them is the asset's newest planned row, which is this
+# run's since its first chunk. CROSS JOIN: SQLite then loops over the chunk's rows by id and
+# looks the older rows up by partition (a plain JOIN scanned every older planned row).
+_DROP_OLDER_SUPERSEDED = db.text(
+    f"""
+DELETE FROM event_logs
+WHERE id IN (
+  SELECT older.id
+  FROM event_logs AS mine
+  CROSS JOIN event_logs AS older
+    ON older.asset_key = mine.asset_key
+   AND older.dagster_event_type = '{PLANNED_TYPE}'
+   AND older.partition = mine.partition
+   AND older.id < :since
+  WHERE mine.id BETWEEN :first AND :last
+    AND EXISTS (
+      SELECT 1 FROM event_logs AS later
+      WHERE later.asset_key = mine.asset_key
+        AND later.dagster_event_type = '{MATERIALIZATION_TYPE}'
+        AND later.partition = mine.partition
+        AND later.id > :since AND later.id < :first))
+"""
+)
+
+
+def drop_superseded(
+    conn: Connection, event_ids: Sequence[int], since: int, *, older_too: bool
+) -> None:
     """Delete the planned rows just inserted under `event_ids` (consecutive, in the
     transaction that inserted them) whose partition has a materialisation or planned row newer
-    than `since` (see the module)."""
-    if event_ids:
-        conn.execute(
-            _DROP_SUPERSEDED, {"first": event_ids[0], "last": event_ids[-1], "since": since}
-        )
+    than `since`; with `older_too` (materialisations delete the planned rows they supersede),
+    also the older planned rows such a materialisation supersedes (see the module)."""
+    if not event_ids:
+        return
+    params = {"first": event_ids[0], "last": event_ids[-1], "since": since}
+    if older_too:  # first: it finds the partitions by the chunk's rows, which the next drops
+        conn.execute(_DROP_OLDER_SUPERSEDED, params)
+    conn.execute(_DROP_SUPERSEDED, params)
 
 
 class PlannedBehind:

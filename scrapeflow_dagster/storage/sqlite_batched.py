@@ -287,10 +287,10 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
             delete_superseded_planned if lean.delete_superseded_planned else None
         )
         if planned_since is not None:
-            since = planned_since
+            since, older_too = planned_since, lean.delete_superseded_planned
 
             def drop(conn: Connection, rows: Sequence[Row], ids: Sequence[int]) -> None:
-                drop_superseded(conn, ids, since)
+                drop_superseded(conn, ids, since, older_too=older_too)
 
             after_insert = drop
         write_index_shard(self, events, index_rows, after_insert)

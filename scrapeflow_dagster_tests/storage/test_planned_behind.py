@@ -219,6 +219,73 @@ def test_a_chunk_behind_the_run_keeps_no_row_a_newer_one_supersedes(tmp_path: Pa
     assert found["behind"] == found["stock"]
 
 
+def _ui_latest_run(storage: BatchedSqliteEventLogStorage, asset: str, key: str) -> str | None:
+    """The run the UI's partition detail shows as the latest, where it is not the latest
+    materialisation's (`retention_homes._ui_partition_detail`)."""
+    planned = storage.get_latest_planned_materialization_info(dg.AssetKey(asset), key)
+    done = storage.get_latest_storage_id_by_partition(
+        dg.AssetKey(asset), DagsterEventType.ASSET_MATERIALIZATION
+    )
+    if planned is None:
+        return None
+    ids = {planned.run_id}
+    if key in done:
+        record = storage.get_event_records(
+            dg.EventRecordsFilter(
+                event_type=DagsterEventType.ASSET_MATERIALIZATION,
+                asset_key=dg.AssetKey(asset),
+                storage_ids=[done[key]],
+            )
+        )[0]
+        ids.discard(record.run_id)
+    return next(iter(ids), None)
+
+
+def test_a_materialisation_before_its_chunk_leaves_no_older_run_as_the_latest(
+    tmp_path: Path,
+) -> None:
+    # Run a's last key stays planned as the asset's newest planned row once materialised. Run
+    # b materialises that key before the chunk holding its planned row is written (the thread
+    # behind the run lagging, as under load): the chunk's row is superseded, and the UI's
+    # latest run of the partition must be run b's, as where the planned rows came first.
+    keys = [f"k{n:02d}" for n in range(12)]
+    last = sorted(keys)[-1]
+    homes = {
+        "behind": _home(tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN)),
+        "all-before": _home(tmp_path, "all-before", LeanWrites(planned_rows_before_run=None)),
+        "stock": _home(tmp_path, "stock", STOCK_WRITES),
+    }
+    found = {}
+    for name, home in homes.items():
+        with instance_of(home) as instance:
+            storage = instance.event_log_storage
+            assert isinstance(storage, BatchedSqliteEventLogStorage)
+            for events, rows in per_partition_rows(
+                storage, _subset_event("run-a", "scrape", keys), chunk=3
+            ):
+                storage._write_rows(events, rows)
+            for key in sorted(keys):
+                storage.store_event(_materialised("run-a", "scrape", key))
+            storage.flush()
+            first, *rest = per_partition_rows(
+                storage, _subset_event("run-b", "scrape", keys), chunk=3
+            )
+            storage._write_rows(*first)
+            since = storage._planned_since()
+            if name != "behind":
+                for events, rows in rest:
+                    storage._write_rows(events, rows)
+            storage.store_event(_materialised("run-b", "scrape", last))
+            storage.flush()
+            if name == "behind":
+                for events, rows in rest:
+                    storage._write_planned_behind(events, rows, since)
+            found[name] = {key: _ui_latest_run(storage, "scrape", key) for key in keys}
+            found[name]["reads"] = _partition_reads(storage, "scrape")
+    assert found["stock"][last] is None  # run b's materialisation, run b's plan
+    assert found["behind"] == found["all-before"] == found["stock"]
+
+
 def test_a_run_end_waits_for_its_planned_rows(tmp_path: Path) -> None:
     keys = [f"k{n:03d}" for n in range(200)]
     home = _home(tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN))
