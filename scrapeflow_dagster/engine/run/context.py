@@ -74,9 +74,10 @@ READS_STORED_ONLY = "scrapeflow_reads_stored_only"
 
 def reads_stored_only(executor: Executor) -> Executor:
     """Mark `executor` as one that only reads what earlier steps stored for its task (the body
-    on disk, the status), with no request or outside state: redoing it costs little. When
-    another step of the same pass follows it, the runner saves its outcome with that step's
-    (one status file write instead of two); a crash between them redoes it."""
+    on disk, the status), with no request or outside state: redoing it costs little. The
+    runner saves the outcome of the step before it with its own (one status file write
+    instead of two), and its own with the next step's when only such steps come before it; a
+    crash before a write redoes the steps it would have saved (`run.runner`)."""
     setattr(executor, READS_STORED_ONLY, True)
     return executor
 

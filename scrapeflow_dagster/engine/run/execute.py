@@ -137,8 +137,9 @@ async def execute_async(
     Raises:
         ValueError: a key is unsafe (`/`, `..`, `,`, control characters) or given twice.
         Exception: any unrecognised exception of an executor, after the other tasks were
-            cancelled and every finished step saved (but a `reads_stored_only` step whose
-            following step did not end: it runs again next time, see `runner`).
+            cancelled and every finished step saved (but those saved with a step that did
+            not end, around `reads_stored_only` steps: they run again next time, see
+            `runner`).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

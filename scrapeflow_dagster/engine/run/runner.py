@@ -1,10 +1,18 @@
 """One chain of executors over one task at a time: lock, load, run each step, record it.
 
-After every step the task's status file is saved atomically (through `state.schema`'s
-`record_*`), so a crash loses at most the step in flight; a step marked `reads_stored_only`
-(validation, pages) that another step of the pass follows is saved with that step, as one
-write, so a crash may also redo it (it requests nothing). A step's outcome is reported
-(`on_step`) only once the status file holds it.
+The task's status file is saved atomically (through `state.schema`'s `record_*`) after each
+step, except that a step is saved with the next step's write when that next step is marked
+`reads_stored_only` (validation, pages: it requests nothing), or when it is so marked itself
+and only such steps come before it in the chain (a step that requests is never held across
+another that requests). So the chain `scrape`, `validation`, `pages` writes each task's
+status file once per pass, not after its fetch and again after the local steps. Each write
+is a temp file created, written and renamed over the task's file: the one after the fetch
+cost the chain ~0.4 ms of wall time per task on this 2-core machine's disk (3,000 tasks:
+7.1-8.0 s with it, 6.2-6.3 s without, scrape alone 5.0-5.7 s; measured 2026-11-29). So a
+crash (SIGKILL) loses at most the steps in flight and those saved with them: a kill while a
+task's local steps run after its fetch redoes the fetch too, as a kill between the fetch's
+body and its status write always could. A step's outcome is reported (`on_step`) only once
+the status file holds it.
 """
 
 import logging
@@ -93,10 +101,11 @@ class Runner:
         self.steps = list(zip(self.executors, self.names, strict=True))
         # Per step: whether its status is saved with the next step's (see the module); every
         # step after one that ran runs too, so a later step follows for sure.
+        local = [is_reads_stored_only(executor) for executor in self.executors]
         last = len(self.executors) - 1
         self.saved_later = [
-            position < last and is_reads_stored_only(executor)
-            for position, executor in enumerate(self.executors)
+            position < last and (local[position + 1] or all(local[: position + 1]))
+            for position in range(len(self.executors))
         ]
         self.context = context
         self.on_step = on_step

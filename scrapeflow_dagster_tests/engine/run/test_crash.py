@@ -25,6 +25,7 @@ from scrapeflow_dagster.engine.executor import (
     ExecutorOutput,
     ExecutorResponse,
     execute_async,
+    reads_stored_only,
 )
 from scrapeflow_dagster.engine.executors.pages import pages as builtin_pages
 from scrapeflow_dagster.engine.executors.validation import validation as builtin_validation
@@ -60,11 +61,11 @@ async def test_each_step_is_saved_before_an_unexpected_exception(
     assert "buggy_status" not in status
 
 
-async def test_every_reported_step_is_in_the_status_file_written_once_for_the_local_steps(
+async def test_every_reported_step_is_in_the_status_file_written_once_per_pass(
     site: LocalSite, tmp_path: Path
 ) -> None:
-    """`validation` only reads the stored page: its outcome goes into the file with `pages`'
-    (one write for both), and neither is reported before the file holds it."""
+    """`validation` and `pages` only read the stored page: the fetch before them and both are
+    saved in one write at the pass's end, and none is reported before the file holds it."""
     seen: list[tuple[str, int, dict]] = []
 
     def on_step(result: StepResult) -> None:
@@ -78,46 +79,84 @@ async def test_every_reported_step_is_in_the_status_file_written_once_for_the_lo
     assert [executor for executor, _, _ in seen] == ["scrape", "validation", "pages"]
     for executor, _, on_disk in seen:
         assert on_disk[f"{executor}_status"] == "SUCCESS", executor
-    (_, scrape_file, _), (_, validation_file, _), (_, pages_file, _) = seen
-    assert validation_file == pages_file != scrape_file
+    assert len({inode for _, inode, _ in seen}) == 1  # one file written for the three
 
 
-async def test_a_crash_after_a_local_step_redoes_it_but_not_the_request(
+async def _requests_of(site: LocalSite, path: str, run: "asyncio.Future[object]") -> int:
+    async with aiohttp.ClientSession() as session:
+        await session.post(site.url("/control/requests/reset"))
+        await run
+        async with session.get(site.url("/control/requests")) as response:
+            return int((await response.json())["paths"].get(path, 0))
+
+
+async def test_a_crash_in_the_local_steps_after_a_fetch_redoes_the_pass(
     site: LocalSite, tmp_path: Path
 ) -> None:
     async def buggy(context: Context, status: StatusData) -> ExecutorResponse:
-        raise KeyError("a bug after validation")
+        raise KeyError("a bug in the local steps")
+
+    buggy_local = reads_stored_only(buggy)
+    reported: list[str] = []
+    tasks = {"k": {"url": site.url("/page/1")}}
+    with pytest.raises(KeyError, match="a bug in the local steps"):
+        await execute_async(
+            [builtin_scrape, builtin_validation, buggy_local],
+            tmp_path,
+            tasks,
+            on_step=lambda result: reported.append(result.executor),
+        )
+    # The fetch was to be saved with the local steps after it: neither saved nor reported,
+    # the file and the reports agree.
+    assert reported == []
+    assert load_status(tmp_path, "k") is None
+
+    done = asyncio.ensure_future(
+        execute_async(
+            [builtin_scrape, builtin_validation],
+            tmp_path,
+            tasks,
+            on_step=lambda result: reported.append(f"{result.executor} {result.outcome}"),
+        )
+    )
+    assert await _requests_of(site, "/page/1", done) == 1  # fetched again, once
+    assert done.result() == ["k"]
+    assert reported == ["scrape SUCCESS", "validation SUCCESS"]
+
+
+async def test_a_fetch_is_saved_before_a_step_that_requests_after_local_steps(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    """A step that requests is never held across another: `scrape` and `validation` are saved
+    before the third step, which requests too; a crash there redoes only that step."""
+
+    async def buggy(context: Context, status: StatusData) -> ExecutorResponse:
+        raise KeyError("a bug in a step that requests")
 
     reported: list[str] = []
     tasks = {"k": {"url": site.url("/page/1")}}
-    with pytest.raises(KeyError, match="a bug after validation"):
+    with pytest.raises(KeyError, match="a bug in a step that requests"):
         await execute_async(
             [builtin_scrape, builtin_validation, buggy],
             tmp_path,
             tasks,
             on_step=lambda result: reported.append(result.executor),
         )
-    # The fetch was saved and reported; validation, saved with the step that never ended, was
-    # neither: the file and the reports agree.
-    assert reported == ["scrape"]
+    assert reported == ["scrape", "validation"]
     status = load_status(tmp_path, "k")
     assert status is not None
-    assert status["scrape_status"] == "SUCCESS"
-    assert "validation_status" not in status
+    assert status["scrape_status"] == status["validation_status"] == "SUCCESS"
 
-    async with aiohttp.ClientSession() as session:
-        await session.post(site.url("/control/requests/reset"))
-        done = await execute_async(
+    done = asyncio.ensure_future(
+        execute_async(
             [builtin_scrape, builtin_validation],
             tmp_path,
             ["k"],
             on_step=lambda result: reported.append(f"{result.executor} {result.outcome}"),
         )
-        async with session.get(site.url("/control/requests")) as response:
-            requested = (await response.json())["paths"]
-    assert done == ["k"]
-    assert reported[1:] == ["scrape SKIPPED", "validation SUCCESS"]
-    assert requested.get("/page/1", 0) == 0  # the page was not fetched again
+    )
+    assert await _requests_of(site, "/page/1", done) == 0  # the page was not fetched again
+    assert reported[2:] == ["scrape SKIPPED", "validation SKIPPED"]
 
 
 async def test_a_failure_after_a_local_step_saves_and_reports_both_in_order(
