@@ -266,6 +266,8 @@ def cmd_home_prune(args: argparse.Namespace) -> int:
     print(f"asset events {verb}: {kinds or 'none'}")
     print(f"run logs {verb}: {common.plural(report.run_logs_removed, 'run')}")
     print(f"event log: {report.bytes_before:,} bytes before, {report.bytes_after:,} after")
+    if report.reindexed:
+        print(f"indexes rebuilt: {', '.join(report.reindexed)}")
     return 0
 
 

@@ -64,7 +64,7 @@ class RetentionPolicy:
         run_logs_keep_days: the logs of finished runs no kept asset event names are deleted
             this long after the run ended (None: kept).
         vacuum: give freed space back after a prune (SQLite `incremental_vacuum`, Postgres
-            `VACUUM`).
+            `VACUUM` and a concurrent rebuild of bloated indexes, `postgres_reindex`).
     """
 
     superseded_grace_seconds: float = 3600.0
@@ -83,6 +83,7 @@ class PruneReport:
         bytes_before: the event log's size before (SQLite: the folder of the shards; Postgres:
             `event_logs` and `asset_event_tags` with their indexes).
         bytes_after: the same after.
+        reindexed: the indexes rebuilt after the VACUUM (Postgres: `postgres_reindex`).
         horizon_id: rows with ids up to this one were considered (the sensor's next cursor).
         complete: False when the time budget ran out first.
         skipped: why nothing was done, when nothing was.
@@ -92,6 +93,7 @@ class PruneReport:
     run_logs_removed: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
+    reindexed: list[str] = field(default_factory=list)
     horizon_id: int = 0
     complete: bool = True
     skipped: str | None = None
@@ -209,7 +211,7 @@ def _prune(
     if not report.complete and after_id is not None:
         report.horizon_id = after_id  # the pairs left over are taken again next time
     if not dry_run and (policy.vacuum or vacuum_full):
-        backend.reclaim(full=vacuum_full)
+        report.reindexed = backend.reclaim(full=vacuum_full)
     report.bytes_after = backend.size_bytes()
     return report
 

@@ -26,6 +26,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 )
 
 from scrapeflow_dagster.storage import retention_sql as sql
+from scrapeflow_dagster.storage.postgres_reindex import PRUNED_TABLES, reindex_bloated
 
 # Any fixed 64-bit number other than the writers' lock: prunes of one database take turns.
 PRUNE_LOCK_KEY = 0x5C12A9F1E7E1042
@@ -57,7 +58,9 @@ class Backend(Protocol):
 
     def size_bytes(self) -> int: ...
 
-    def reclaim(self, *, full: bool) -> None: ...
+    def reclaim(self, *, full: bool) -> list[str]:
+        """Give freed space back (`full`: all of it, the home idle); the indexes rebuilt."""
+        ...
 
     def close(self) -> None: ...
 
@@ -138,7 +141,7 @@ class SqliteBackend:
                 continue
         return total
 
-    def reclaim(self, *, full: bool) -> None:
+    def reclaim(self, *, full: bool) -> list[str]:
         if full:
             # `auto_vacuum` changes only with a VACUUM on a database that has tables: once, for
             # homes made before it was set (an exclusive lock: no runs meanwhile).
@@ -153,6 +156,7 @@ class SqliteBackend:
             pass  # busy: the WAL shrinks at a later checkpoint
         finally:
             self._conn.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+        return []  # SQLite frees an index's emptied pages itself (`incremental_vacuum`)
 
     def close(self) -> None:
         self._conn.close()
@@ -218,13 +222,16 @@ class PostgresBackend:
         )
         return int(rows[0][0])
 
-    def reclaim(self, *, full: bool) -> None:
-        # VACUUM refuses to run in a transaction. FULL returns the space to the system but locks
-        # the tables (writers wait): on request only.
-        verb = "VACUUM FULL" if full else "VACUUM"
+    def reclaim(self, *, full: bool) -> list[str]:
+        # VACUUM refuses to run in a transaction. FULL returns the space to the system and
+        # rebuilds the indexes but locks the tables (writers wait): on request only. Else the
+        # bloated indexes are rebuilt beside the runs (`postgres_reindex`), which needs the
+        # statistics ANALYZE gathers.
+        verb = "VACUUM FULL" if full else "VACUUM (ANALYZE)"
         with self._engine.connect() as plain:
             conn = plain.execution_options(isolation_level="AUTOCOMMIT")
-            conn.execute(db.text(f"{verb} event_logs, asset_event_tags"))
+            conn.execute(db.text(f"{verb} {', '.join(PRUNED_TABLES)}"))
+            return [] if full else reindex_bloated(conn)
 
     def close(self) -> None:
         pass

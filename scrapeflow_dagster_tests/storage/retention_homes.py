@@ -161,14 +161,24 @@ def asset_reads(
     out["last_materialization_id"] = entry.last_materialization_storage_id
     out["last_run_id"] = entry.last_run_id
     materialization = DagsterEventType.ASSET_MATERIALIZATION
-    out["latest_materialization_ids"] = storage.get_latest_storage_id_by_partition(
-        key, materialization
+    # Mappings by partition in key order: their queries have no ORDER BY, and Postgres's plan
+    # (its statistics, which retention's ANALYZE refreshes) decides the rows' order.
+    out["latest_materialization_ids"] = dict(
+        sorted(storage.get_latest_storage_id_by_partition(key, materialization).items())
     )
-    out["latest_observation_ids"] = storage.get_latest_storage_id_by_partition(
-        key, DagsterEventType.ASSET_OBSERVATION
+    out["latest_observation_ids"] = dict(
+        sorted(
+            storage.get_latest_storage_id_by_partition(
+                key, DagsterEventType.ASSET_OBSERVATION
+            ).items()
+        )
     )
-    out["attempts"] = (
-        storage.get_latest_asset_partition_materialization_attempts_without_materializations(key)
+    out["attempts"] = dict(
+        sorted(
+            storage.get_latest_asset_partition_materialization_attempts_without_materializations(
+                key
+            ).items()
+        )
     )
     out["materialized"] = sorted(instance.get_materialized_partitions(key))
     planned = instance.get_latest_planned_materialization_info(key)

@@ -38,6 +38,8 @@ def describe(report: PruneReport) -> str:
         f"deleted {kinds or 'no asset events'}; run logs of {report.run_logs_removed} runs;"
         f" event log {report.bytes_before} -> {report.bytes_after} bytes"
     )
+    if report.reindexed:
+        text += f"; indexes rebuilt: {', '.join(report.reindexed)}"
     return text if report.complete else text + " (tick budget reached: continued next tick)"
 
 

@@ -1,0 +1,114 @@
+"""Retention's rebuild of the Postgres event log's bloated indexes (`storage/postgres_reindex`).
+
+A real Postgres home after a real chain run (`dagster asset materialize`), its indexes bloated
+as a large run's deleted planned rows leave them (rows inserted and deleted in bulk), and a
+leftover of a killed concurrent rebuild: the prune rebuilds exactly the bloated indexes, drops
+the leftover, and changes no read; a second prune rebuilds nothing.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as db
+
+from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster.storage.postgres_reindex import (
+    PRUNED_TABLES,
+    bloated,
+    index_sizes,
+)
+from scrapeflow_dagster.storage.retention import RetentionPolicy, prune
+from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
+from scrapeflow_dagster_tests.storage.retention_homes import (
+    ChainHome,
+    reads,
+    task_rows,
+    write_chain_home,
+)
+from scrapeflow_dagster_tests.support.postgres import PostgresServer
+
+TASKS = 30
+COPIES = 1500  # copies of each planned row left by the run: ~10,000 rows inserted, deleted
+POLICY = RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None)
+LEFTOVER = "idx_events_by_run_id_ccnew"  # the name a killed REINDEX CONCURRENTLY leaves
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[SiteThread]:
+    with SiteThread(pages=100, page_bytes=2000) as served:
+        yield served
+
+
+def _invalid_indexes(conn: db.Connection) -> list[str]:
+    rows = conn.execute(
+        db.text(
+            "SELECT ic.relname FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid"
+            " WHERE i.indrelid = 'event_logs'::regclass AND NOT i.indisvalid"
+        )
+    )
+    return [str(name) for (name,) in rows]
+
+
+def test_a_prune_rebuilds_the_bloated_indexes_and_changes_no_read(
+    site: SiteThread, tmp_path: Path, postgres: PostgresServer
+) -> None:
+    require_postgres_extra()
+    url = postgres.database("reindex")
+    home = write_chain_home(tmp_path / "home", policy=POLICY, postgres_url=url)
+    chain = ChainHome(home, tmp_path / "data", task_rows(site, TASKS, tag="reindex-"))
+    chain.run(forced=False, cwd=tmp_path)
+
+    engine = db.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            # What a large run's planned rows leave: entries deleted from every page.
+            conn.execute(
+                db.text(
+                    "INSERT INTO event_logs (run_id, event, dagster_event_type, timestamp,"
+                    " step_key, asset_key, partition)"
+                    " SELECT run_id, event, dagster_event_type, timestamp, step_key, asset_key,"
+                    " partition || '~copy-' || g FROM event_logs"
+                    " CROSS JOIN generate_series(1, :copies) AS g"
+                    " WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'"
+                ),
+                {"copies": COPIES},
+            )
+            conn.execute(db.text("DELETE FROM event_logs WHERE partition LIKE '%~copy-%'"))
+            # A rebuild killed half-way leaves an invalid index beside the one it rebuilt.
+            with pytest.raises(db.exc.IntegrityError):
+                conn.execute(
+                    db.text(
+                        f"CREATE UNIQUE INDEX CONCURRENTLY {LEFTOVER}"
+                        " ON event_logs (dagster_event_type)"
+                    )
+                )
+            assert _invalid_indexes(conn) == [LEFTOVER]
+            conn.execute(db.text("VACUUM (ANALYZE) event_logs"))
+            bloated_before = {
+                size.name: size.bytes for size in bloated(index_sizes(conn, "event_logs"))
+            }
+        reads(home, chain.keys)  # the status cache stored, as after any UI visit
+        before = reads(home, chain.keys)
+        # The planned rows' indexes: by asset and partition, by asset, by type.
+        planned = {"idx_events_by_asset_partition", "idx_events_by_asset", "idx_event_type"}
+        assert planned <= set(bloated_before)
+
+        with instance_of(home) as instance:
+            report = prune(instance.event_log_storage, POLICY)
+            again = prune(instance.event_log_storage, POLICY)
+
+        assert set(report.reindexed) == set(bloated_before), report
+        assert report.bytes_after < report.bytes_before
+        assert again.reindexed == []
+        assert reads(home, chain.keys) == before
+        with engine.connect() as conn:
+            assert _invalid_indexes(conn) == []
+            for table in PRUNED_TABLES:
+                assert bloated(index_sizes(conn, table)) == [], table
+            # Each rebuilt to the few pages its entries need (the inserted rows took hundreds).
+            now = {size.name: size.bytes for size in index_sizes(conn, "event_logs")}
+            for name, size in bloated_before.items():
+                assert now[name] * 8 < size, (name, now[name], size)
+    finally:
+        engine.dispose()
