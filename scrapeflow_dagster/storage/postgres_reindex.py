@@ -124,28 +124,36 @@ def reindex_bloated(
     """Rebuild the bloated indexes of `tables` concurrently; the names rebuilt. `conn` is in
     AUTOCOMMIT (REINDEX CONCURRENTLY refuses a transaction), after VACUUM and ANALYZE.
 
-    A rebuild that fails is logged and its leftover dropped; the others go on. Nothing is
-    done while another prune rebuilds."""
-    if not conn.execute(
-        db.text("SELECT pg_try_advisory_lock(:key)"), {"key": REINDEX_LOCK_KEY}
-    ).scalar():
+    Never fails a prune: a rebuild or a drop that fails is logged (a failed rebuild's
+    leftover dropped) and the others go on. Nothing is done while another prune rebuilds."""
+    locked = conn.execute(db.text("SELECT pg_try_advisory_lock(:key)"), {"key": REINDEX_LOCK_KEY})
+    if not locked.scalar():
         return []
     rebuilt: list[str] = []
     try:
         for table in tables:
-            for (name,) in conn.execute(_LEFT_OVER, {"table": table}).fetchall():
-                conn.execute(db.text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-            for index in bloated(
-                index_sizes(conn, table), ratio=ratio, min_waste_bytes=min_waste_bytes
-            ):
-                try:
-                    conn.execute(db.text(f"REINDEX INDEX CONCURRENTLY {index.name}"))
-                except db.exc.DBAPIError as exc:
-                    logger.warning("REINDEX of %s failed (%s): left as it was", index.name, exc)
-                    for (name,) in conn.execute(_LEFT_OVER, {"table": table}).fetchall():
-                        conn.execute(db.text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-                else:
+            _drop_left_over(conn, table)
+            sizes = index_sizes(conn, table)
+            for index in bloated(sizes, ratio=ratio, min_waste_bytes=min_waste_bytes):
+                if _quietly(conn, f"REINDEX INDEX CONCURRENTLY {index.name}"):
                     rebuilt.append(index.name)
+                else:
+                    _drop_left_over(conn, table)
     finally:
         conn.execute(db.text("SELECT pg_advisory_unlock(:key)"), {"key": REINDEX_LOCK_KEY})
     return rebuilt
+
+
+def _drop_left_over(conn: Connection, table: str) -> None:
+    for (name,) in conn.execute(_LEFT_OVER, {"table": table}).fetchall():
+        _quietly(conn, f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+
+
+def _quietly(conn: Connection, statement: str) -> bool:
+    """Run `statement`; False (logged) when the database refuses it."""
+    try:
+        conn.execute(db.text(statement))
+    except db.exc.DBAPIError as exc:
+        logger.warning("%s failed (%s): left as it was", statement, exc)
+        return False
+    return True
