@@ -2,10 +2,14 @@
 
 A real Postgres home after a real chain run (`dagster asset materialize`), its indexes bloated
 as a large run's deleted planned rows leave them (rows inserted and deleted in bulk), and a
-leftover of a killed concurrent rebuild: the prune rebuilds exactly the bloated indexes, drops
-the leftover, and changes no read; a second prune rebuilds nothing.
+leftover of a killed concurrent rebuild: `scrapeflow home prune` (the real CLI) rebuilds
+exactly the bloated indexes and says which, drops the leftover, and changes no read; a second
+prune rebuilds nothing.
 """
 
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +22,8 @@ from scrapeflow_dagster.storage.postgres_reindex import (
     bloated,
     index_sizes,
 )
-from scrapeflow_dagster.storage.retention import RetentionPolicy, prune
-from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
+from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster_tests.storage.homes import require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ChainHome,
     reads,
@@ -27,6 +31,7 @@ from scrapeflow_dagster_tests.storage.retention_homes import (
     write_chain_home,
 )
 from scrapeflow_dagster_tests.support.postgres import PostgresServer
+from scrapeflow_dagster_tests.support.processes import process_env
 
 TASKS = 30
 COPIES = 1500  # copies of each planned row left by the run: ~10,000 rows inserted, deleted
@@ -38,6 +43,25 @@ LEFTOVER = "idx_events_by_run_id_ccnew"  # the name a killed REINDEX CONCURRENTL
 def site() -> Iterator[SiteThread]:
     with SiteThread(pages=100, page_bytes=2000) as served:
         yield served
+
+
+def _home_prune(home: Path, data: Path) -> tuple[list[str], int, int]:
+    """`scrapeflow home prune` on `home`: the indexes it says it rebuilt, and the event log's
+    bytes before and after."""
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapeflow_dagster.cli", "home", "prune"],
+        env=process_env(home, data),
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    sizes = re.search(r"event log: ([\d,]+) bytes before, ([\d,]+) after", done.stdout)
+    assert sizes, done.stdout
+    rebuilt = re.search(r"^indexes rebuilt: (.+)$", done.stdout, re.MULTILINE)
+    before, after = (int(size.replace(",", "")) for size in sizes.groups())
+    return (rebuilt.group(1).split(", ") if rebuilt else []), before, after
 
 
 def _invalid_indexes(conn: db.Connection) -> list[str]:
@@ -94,13 +118,12 @@ def test_a_prune_rebuilds_the_bloated_indexes_and_changes_no_read(
         planned = {"idx_events_by_asset_partition", "idx_events_by_asset", "idx_event_type"}
         assert planned <= set(bloated_before)
 
-        with instance_of(home) as instance:
-            report = prune(instance.event_log_storage, POLICY)
-            again = prune(instance.event_log_storage, POLICY)
+        reindexed, bytes_before, bytes_after = _home_prune(home, tmp_path / "data")
+        again, _, _ = _home_prune(home, tmp_path / "data")
 
-        assert set(report.reindexed) == set(bloated_before), report
-        assert report.bytes_after < report.bytes_before
-        assert again.reindexed == []
+        assert set(reindexed) == set(bloated_before)
+        assert bytes_after < bytes_before
+        assert again == []
         assert reads(home, chain.keys) == before
         with engine.connect() as conn:
             assert _invalid_indexes(conn) == []
