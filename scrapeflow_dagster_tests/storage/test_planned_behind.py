@@ -16,7 +16,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +156,15 @@ def _materialised(run_id: str, asset: str, key: str) -> EventLogEntry:
     return _entry(run_id, "job", DagsterEventType.ASSET_MATERIALIZATION, data)
 
 
+@contextmanager
+def _batched_storage(home: Path) -> Iterator[BatchedSqliteEventLogStorage]:
+    """The batched SQLite event log of `home`, open."""
+    with instance_of(home) as instance:
+        storage = instance.event_log_storage
+        assert isinstance(storage, BatchedSqliteEventLogStorage)
+        yield storage
+
+
 def _partition_reads(storage: BatchedSqliteEventLogStorage, asset: str) -> tuple[Any, Any]:
     key = dg.AssetKey(asset)
     attempts = storage.get_latest_asset_partition_materialization_attempts_without_materializations(
@@ -175,9 +184,7 @@ def test_a_chunk_behind_the_run_keeps_no_row_a_newer_one_supersedes(tmp_path: Pa
     }
     found = {}
     for name, home in homes.items():
-        with instance_of(home) as instance:
-            storage = instance.event_log_storage
-            assert isinstance(storage, BatchedSqliteEventLogStorage)
+        with _batched_storage(home) as storage:
             chunks = list(
                 per_partition_rows(storage, _subset_event("run-a", "scrape", keys), chunk=3)
             )
@@ -257,9 +264,7 @@ def test_a_materialisation_before_its_chunk_leaves_no_older_run_as_the_latest(
     }
     found = {}
     for name, home in homes.items():
-        with instance_of(home) as instance:
-            storage = instance.event_log_storage
-            assert isinstance(storage, BatchedSqliteEventLogStorage)
+        with _batched_storage(home) as storage:
             for events, rows in per_partition_rows(
                 storage, _subset_event("run-a", "scrape", keys), chunk=3
             ):
