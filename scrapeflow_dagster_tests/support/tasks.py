@@ -1,7 +1,7 @@
 """Tasks stored the way users store them (the engine's intake: status files, DuckDB spool), and
 added as `tasks` partitions."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import TaskSpec, build_task
+from scrapeflow_dagster.engine.tasks.intake import TaskSpec, build_task, read_task_file
 
 # `(key, url)`, or a record with `key`, `url` and other params.
 TaskRows = Sequence[tuple[str, str] | Mapping[str, Any]]
@@ -37,3 +37,22 @@ def store_and_add(layout: DataLayout, instance: dg.DagsterInstance, rows: TaskRo
     keys = store_tasks(layout, rows)
     add_task_partitions(instance, keys)
     return keys
+
+
+def add_task_file(
+    layout: DataLayout,
+    lines: Iterable[str],
+    *,
+    header: str = "key,url",
+    name: str = "tasks.csv",
+) -> list[str]:
+    """Write `lines` under `header` as a CSV task file in the data folder and add it the way
+    `scrapeflow tasks add FILE` does (the task-file reader, then the intake).
+
+    Returns:
+        The keys added, in the file's order.
+    """
+    path = layout.root / name
+    path.write_text(header + "\n" + "".join(f"{line}\n" for line in lines))
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        return add_tasks(layout, read_task_file(path), ledger=ledger).keys

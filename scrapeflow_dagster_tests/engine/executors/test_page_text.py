@@ -7,15 +7,14 @@ from pathlib import Path
 from scrapeflow_dagster.engine.executors.page_text import markdown_of, readable_text
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
-from scrapeflow_dagster.engine.history import Ledger, rebuild_from_status_dir
+from scrapeflow_dagster.engine.history import rebuild_from_status_dir
 from scrapeflow_dagster.engine.run.step import run_chain
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.content.products import product
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 PAGE = """<html><head><title>Not body text</title><style>p {color: red}</style></head>
 <body><h1>Blue widget</h1><script>var hidden = 1;</script>
@@ -31,19 +30,12 @@ def test_the_text_is_what_a_reader_sees_and_the_markdown_keeps_the_structure() -
     assert readable_text("") == "" and markdown_of("") == ""
 
 
-def _add(layout: DataLayout, rows: list[str]) -> list[str]:
-    tasks = layout.root / "tasks.csv"
-    tasks.write_text("key,url\n" + "\n".join(rows) + "\n")
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        return add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
-
-
 async def test_text_and_markdown_are_kept_per_page_cut_at_the_cap_and_rebuilt(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = _add(layout, [f"p{n},{site.url(f'/products/{n}')}" for n in range(3)])
-    keys += _add(layout, [f"big,{site.url('/page/1')}"])  # ~2 KB of filler text
+    keys = add_task_file(layout, [f"p{n},{site.url(f'/products/{n}')}" for n in range(3)])
+    keys += add_task_file(layout, [f"big,{site.url('/page/1')}"])  # ~2 KB of filler text
     cap = 1000
     settings = ScrapeSettings(
         request_timeout_seconds=5.0, page_text_max_chars=cap, page_markdown=True

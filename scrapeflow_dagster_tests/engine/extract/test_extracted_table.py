@@ -8,18 +8,19 @@ from scrapeflow_dagster.engine.executors.extract import extract
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.extract import install_selector_set
-from scrapeflow_dagster.engine.history import Ledger, rebuild_from_status_dir
+from scrapeflow_dagster.engine.history import rebuild_from_status_dir
 from scrapeflow_dagster.engine.run.step import run_chain
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.content.products import product
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 SETTINGS = ScrapeSettings(request_timeout_seconds=5.0)
 EVERYTHING = "SELECT * FROM extracted ORDER BY key, executor"
+
+HEADER = "key,url,extract"  # a task names its selector set
 
 
 def _set(folder: Path, urls: str) -> Path:
@@ -31,20 +32,16 @@ def _set(folder: Path, urls: str) -> Path:
     return path
 
 
-def _add(layout: DataLayout, rows: list[str]) -> list[str]:
-    tasks = layout.root / "tasks.csv"
-    tasks.write_text("key,url,extract\n" + "\n".join(rows) + "\n")
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        return add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
-
-
 async def test_rows_follow_the_status_files_and_a_rebuild_agrees(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
     install_selector_set(layout.status_dir, _set(tmp_path, "/products/"))
-    keys = _add(layout, [f"p{n},{site.url(f'/products/{n}')},shop" for n in range(1, 8)])
-    keys += _add(layout, [f"plain,{site.url('/products/1')},"])  # names no set: no row
+    keys = add_task_file(
+        layout, [f"p{n},{site.url(f'/products/{n}')},shop" for n in range(1, 8)], header=HEADER
+    )
+    # A task that names no set: no row.
+    keys += add_task_file(layout, [f"plain,{site.url('/products/1')},"], header=HEADER)
 
     await run_chain(layout, [scrape, pages], keys, settings=SETTINGS)
 
@@ -85,8 +82,10 @@ async def test_the_extract_executor_does_the_same_as_a_step_of_its_own(
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
     install_selector_set(layout.status_dir, _set(tmp_path, "/products/"))
-    keys = _add(layout, [f"x{n},{site.url(f'/products/{n}')},shop" for n in (2, 3)])
-    keys += _add(layout, [f"none,{site.url('/products/4')},"])
+    keys = add_task_file(
+        layout, [f"x{n},{site.url(f'/products/{n}')},shop" for n in (2, 3)], header=HEADER
+    )
+    keys += add_task_file(layout, [f"none,{site.url('/products/4')},"], header=HEADER)
 
     await run_chain(layout, [scrape, extract], keys, settings=SETTINGS)
 

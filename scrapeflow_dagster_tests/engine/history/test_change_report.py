@@ -12,7 +12,6 @@ import pytest
 
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
-from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.history.change_report import (
     BAR_WIDTH,
     NO_CHANGE_YET,
@@ -23,10 +22,9 @@ from scrapeflow_dagster.engine.run.step import run_chain
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import utc_now
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.content.changing import changing_page, version_at
 from scrapeflow_dagster.site.server import LocalSite
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -76,10 +74,7 @@ async def changed_ledger(site: LocalSite, root: Path) -> tuple[DataLayout, dict[
     """A data folder whose pages were fetched at site times 0 and `FETCHED_AT`."""
     layout = DataLayout(root).ensure()
     urls = requested_urls(site)
-    tasks = layout.root / "tasks.csv"
-    tasks.write_text("key,url\n" + "".join(f"{k},{u}\n" for k, u in urls.items()))
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        keys = add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
+    keys = add_task_file(layout, [f"{k},{u}" for k, u in urls.items()])
     assert keys == list(urls)
     settings = ScrapeSettings(request_timeout_seconds=5.0)
     await run_chain(layout, [scrape, pages], keys, settings=settings)

@@ -9,7 +9,7 @@ import pytest
 
 from scrapeflow_dagster.engine.executor import Context, declares_output, taskify
 from scrapeflow_dagster.engine.executors.scrape import scrape
-from scrapeflow_dagster.engine.history import Ledger, rebuild_from_status_dir
+from scrapeflow_dagster.engine.history import rebuild_from_status_dir
 from scrapeflow_dagster.engine.history.frames import (
     OUTPUT_COLUMNS,
     executor_outputs_sql,
@@ -20,10 +20,9 @@ from scrapeflow_dagster.engine.run.step import run_chain, run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import parse_stamp
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 SETTINGS = ScrapeSettings(request_timeout_seconds=5.0)
 # Tasks whose key is listed in this file fail their `word_count` (a page that broke).
@@ -41,13 +40,6 @@ async def word_count(context: Context, key: str, status: dict[str, Any]) -> dict
     return {"words": len(words), "first": words[0].decode(), "ok": True}
 
 
-async def _add(layout: DataLayout, rows: list[str]) -> list[str]:
-    tasks = layout.root / "tasks.csv"
-    tasks.write_text("key,url\n" + "\n".join(rows) + "\n")
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        return add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
-
-
 def _status(layout: DataLayout, key: str) -> dict[str, Any]:
     return json.loads((layout.status_dir / f"{key}.status.json").read_text())
 
@@ -61,8 +53,8 @@ async def test_each_successful_step_has_its_output_as_the_status_file_holds_it(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = await _add(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(4)])
-    keys += await _add(layout, [f"gone,{site.url('/status/404')}"])
+    keys = add_task_file(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(4)])
+    keys += add_task_file(layout, [f"gone,{site.url('/status/404')}"])
 
     await run_chain(layout, [scrape, word_count], keys, settings=SETTINGS)
 
@@ -89,7 +81,7 @@ async def test_a_later_failure_removes_the_output_and_a_rebuild_agrees(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = await _add(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(3)])
+    keys = add_task_file(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(3)])
     await run_chain(layout, [scrape, word_count], keys, settings=SETTINGS)
     assert len(_outputs(layout)) == 6
 
@@ -116,7 +108,7 @@ async def test_credentials_in_an_output_stay_out_of_duckdb_and_data_stays_as_wri
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = await _add(layout, [f"c,{site.url('/set-cookie?sid=s3cr3t-value')}"])
+    keys = add_task_file(layout, [f"c,{site.url('/set-cookie?sid=s3cr3t-value')}"])
 
     @taskify
     async def notes(context: Context, key: str, status: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +138,7 @@ async def test_an_output_over_the_cap_is_recorded_by_its_size(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = await _add(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(2)])
+    keys = add_task_file(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(2)])
 
     @taskify
     async def big(context: Context, key: str, status: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +158,7 @@ async def test_one_executors_outputs_read_back_with_a_typed_column_per_field(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = await _add(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(3)])
+    keys = add_task_file(layout, [f"p{n},{site.url(f'/page/{n}')}" for n in range(3)])
     await run_chain(layout, [scrape, word_count], keys, settings=SETTINGS)
 
     frame = read_outputs(layout.db_path, "word_count")
@@ -237,7 +229,7 @@ async def test_a_declared_output_shape_types_the_export_with_exactly_its_columns
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    keys = await _add(layout, [f"d{n},{site.url(f'/page/{n}')}" for n in range(3)])
+    keys = add_task_file(layout, [f"d{n},{site.url(f'/page/{n}')}" for n in range(3)])
 
     await run_chain(layout, [scrape, declared_count], keys, settings=SETTINGS)
 

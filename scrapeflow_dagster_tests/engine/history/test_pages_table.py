@@ -5,25 +5,21 @@ from pathlib import Path
 
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
-from scrapeflow_dagster.engine.history import Ledger, rebuild_from_status_dir
+from scrapeflow_dagster.engine.history import rebuild_from_status_dir
 from scrapeflow_dagster.engine.run.step import run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 COLUMNS = "key, url, final_url, http_status, title, link_count, content_type, charset"
 
 
 async def scrape_and_parse(layout: DataLayout, site: LocalSite, count: int) -> list[str]:
-    tasks = layout.root / "tasks.csv"
     rows = [f"p{n},{site.url(f'/page/{n}')}" for n in range(count)]
     rows.append(f"gone,{site.url('/status/404')}")
-    tasks.write_text("key,url\n" + "\n".join(rows) + "\n")
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        keys = add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
+    keys = add_task_file(layout, rows)
     settings = ScrapeSettings(request_timeout_seconds=5.0)
     await run_step(layout, scrape, keys, settings=settings)
     await run_step(layout, pages, keys, requires=["scrape"])

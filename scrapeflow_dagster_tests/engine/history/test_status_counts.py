@@ -17,8 +17,6 @@ from scrapeflow_dagster.engine.history.sync import sync_spool
 from scrapeflow_dagster.engine.run.step import run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query, release
 from scrapeflow_dagster_tests.engine.history.status_helpers import (
@@ -28,6 +26,7 @@ from scrapeflow_dagster_tests.engine.history.status_helpers import (
     reference,
     start_child,
 )
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 Holder = Callable[[Path, str], subprocess.Popen[str]]
 
@@ -35,10 +34,7 @@ Holder = Callable[[Path, str], subprocess.Popen[str]]
 def stored(tmp_path: Path, count: int, *, url: str = "http://127.0.0.1:9/p") -> DataLayout:
     """A data folder with `count` tasks `t00`... stored as users store them."""
     layout = DataLayout(tmp_path / "data").ensure()
-    tasks = tmp_path / "tasks.csv"
-    tasks.write_text("key,url\n" + "".join(f"t{n:02d},{url}/{n}\n" for n in range(count)))
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        assert len(add_tasks(layout, read_task_file(tasks), ledger=ledger).keys) == count
+    assert len(add_task_file(layout, [f"t{n:02d},{url}/{n}" for n in range(count)])) == count
     return layout
 
 
@@ -75,13 +71,10 @@ def markers_left(layout: DataLayout) -> list[Path]:
 
 async def test_after_a_run_duckdb_alone_answers_exactly(site: LocalSite, tmp_path: Path) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    tasks = tmp_path / "tasks.csv"
     rows = [f"p{n},{site.url(f'/page/{n}')}" for n in range(12)]
     rows += [f"gone{n},{site.url('/status/404')}" for n in range(3)]
     rows += ["broken," + site.url("/page/99")]
-    tasks.write_text("key,url\n" + "\n".join(rows) + "\n")
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        keys = add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
+    keys = add_task_file(layout, rows)
     # A task whose status file is damaged: the runner records an ERROR row and writes no file.
     (layout.status_dir / "broken.status.json").write_text('{"name": "broken", "par')
     settings = ScrapeSettings(request_timeout_seconds=5.0)

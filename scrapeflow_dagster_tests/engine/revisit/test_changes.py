@@ -9,15 +9,13 @@ import aiohttp
 
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
-from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.run.step import run_chain
 from scrapeflow_dagster.engine.settings import RevisitSettings, ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.tasks.adding import add_tasks
-from scrapeflow_dagster.engine.tasks.intake import read_task_file
 from scrapeflow_dagster.site.content.changing import changing_page, version_at
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query
+from scrapeflow_dagster_tests.support.tasks import add_task_file
 
 PAGES = 10
 HOUR = 3600.0
@@ -32,11 +30,7 @@ async def set_clock(site: LocalSite, seconds: float) -> None:
 
 
 def add(layout: DataLayout, site: LocalSite) -> list[str]:
-    tasks = layout.root / "tasks.csv"
-    rows = [f"c{n},{site.url(f'/changing/{n}')}" for n in range(PAGES)]
-    tasks.write_text("key,url\n" + "\n".join(rows) + "\n")
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        return add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
+    return add_task_file(layout, [f"c{n},{site.url(f'/changing/{n}')}" for n in range(PAGES)])
 
 
 def status(layout: DataLayout, key: str) -> dict:
@@ -175,13 +169,9 @@ async def test_a_fetched_file_that_changed_is_a_changes_row_by_its_bytes(
     site: LocalSite, tmp_path: Path
 ) -> None:
     layout = DataLayout(tmp_path / "data").ensure()
-    tasks = layout.root / "files.csv"
     # The site's request counts (JSON): they differ once the page beside them was fetched.
-    tasks.write_text(
-        f"key,url\ncounts,{site.url('/control/requests')}\npage,{site.url('/page/1')}\n"
-    )
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        keys = add_tasks(layout, read_task_file(tasks), ledger=ledger).keys
+    rows = [f"counts,{site.url('/control/requests')}", f"page,{site.url('/page/1')}"]
+    keys = add_task_file(layout, rows, name="files.csv")
     settings = ScrapeSettings(request_timeout_seconds=5.0)
     await run_chain(layout, [scrape, pages], keys, settings=settings)
     await run_chain(layout, [scrape, pages], keys, settings=settings, force=True)
