@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import sqlalchemy as db
 from dagster._core.events import DagsterEventType
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
@@ -271,3 +272,21 @@ def runs_named(home: Path, value: Any) -> Any:
     text = RUN_ID.sub(lambda found: f"run-{position.get(found.group(0), '?')}", repr(value))
     assert "run-?" not in text
     return text
+
+
+def leave_deleted_planned_rows(conn: db.Connection, copies: int) -> None:
+    """What a large run's planned rows leave in a Postgres event log: `copies` copies of each
+    planned row inserted, then deleted, so their entries are dead on every index page they
+    filled (`conn` in autocommit)."""
+    conn.execute(
+        db.text(
+            "INSERT INTO event_logs (run_id, event, dagster_event_type, timestamp,"
+            " step_key, asset_key, partition)"
+            " SELECT run_id, event, dagster_event_type, timestamp, step_key, asset_key,"
+            " partition || '~copy-' || g FROM event_logs"
+            " CROSS JOIN generate_series(1, :copies) AS g"
+            " WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'"
+        ),
+        {"copies": copies},
+    )
+    conn.execute(db.text("DELETE FROM event_logs WHERE partition LIKE '%~copy-%'"))

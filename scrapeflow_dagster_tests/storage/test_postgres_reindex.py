@@ -26,6 +26,7 @@ from scrapeflow_dagster.storage.retention import RetentionPolicy
 from scrapeflow_dagster_tests.storage.homes import require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ChainHome,
+    leave_deleted_planned_rows,
     reads,
     task_rows,
     write_chain_home,
@@ -86,19 +87,7 @@ def test_a_prune_rebuilds_the_bloated_indexes_and_changes_no_read(
     engine = db.create_engine(url, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as conn:
-            # What a large run's planned rows leave: entries deleted from every page.
-            conn.execute(
-                db.text(
-                    "INSERT INTO event_logs (run_id, event, dagster_event_type, timestamp,"
-                    " step_key, asset_key, partition)"
-                    " SELECT run_id, event, dagster_event_type, timestamp, step_key, asset_key,"
-                    " partition || '~copy-' || g FROM event_logs"
-                    " CROSS JOIN generate_series(1, :copies) AS g"
-                    " WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'"
-                ),
-                {"copies": COPIES},
-            )
-            conn.execute(db.text("DELETE FROM event_logs WHERE partition LIKE '%~copy-%'"))
+            leave_deleted_planned_rows(conn, COPIES)
             # A rebuild killed half-way leaves an invalid index beside the one it rebuilt.
             with pytest.raises(db.exc.IntegrityError):
                 conn.execute(
