@@ -12,9 +12,10 @@ left them. With `--scale-to N`, the asset rows are then copied under new partiti
 the table holds what N tasks' two runs leave (`ANALYZE` after; the copies' timestamps are the
 originals'). Measured, in order:
 
-- the retention sensor's ticks, evaluated as the daemon evaluates them (in this process, the
-  sensor's 20 s budget for deleting; Dagster gives an evaluation 60 s), until one completes,
-  then one more with nothing new to delete (what every later tick of an idle home pays);
+- the retention sensor's ticks (at most `--max-ticks`), evaluated as the daemon evaluates them
+  (in this process, the sensor's 20 s budget for deleting; Dagster gives an evaluation 60 s),
+  each printed as it ends with the rows deleted so far, until one with nothing new to delete
+  (what every later tick of an idle home pays);
 - `scrapeflow home prune` (the CLI: no budget) after it.
 
 Printed: each one's seconds, rows deleted, indexes rebuilt, and the event log's bytes per task.
@@ -43,7 +44,6 @@ from scrapeflow_dagster.defs.sensors.retention import build_retention_sensor
 
 # Dagster's limit on a sensor evaluation (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS's default).
 EVALUATION_LIMIT_SECONDS = 60.0
-MAX_TICKS = 40
 
 _COPY = """
 INSERT INTO event_logs (run_id, event, dagster_event_type, timestamp, step_key, asset_key,
@@ -88,6 +88,13 @@ def _table_bytes(url: str) -> int:
         return int(cursor.fetchone()[0])
 
 
+def _deleted(url: str) -> int:
+    """Rows deleted from `event_logs` since the database was made (Postgres's statistics)."""
+    with closing(psycopg2.connect(_dsn(url))) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'event_logs'")
+        return int(cursor.fetchone()[0])
+
+
 def _tick(home: Path, cursor: str | None) -> dict[str, Any]:
     """One evaluation of the retention sensor on `home`, as the daemon makes it."""
     os.environ["DAGSTER_HOME"] = str(home)
@@ -106,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=20_000, help="tasks run for real")
     parser.add_argument(
         "--scale-to", type=int, default=1_000_000, help="tasks the copied rows stand for"
+    )
+    parser.add_argument(
+        "--max-ticks", type=int, default=8, help="sensor ticks at most (one evaluation each)"
     )
     parser.add_argument("--tmp-dir", default=None)
     parser.add_argument("--json", default=None)
@@ -131,10 +141,20 @@ def main(argv: list[str] | None = None) -> int:
         out["scale_seconds"] = _scale(url, args.tasks, target) if target > args.tasks else 0.0
         out["bytes_per_task_scaled"] = _table_bytes(url) / target
 
-        ticks = [_tick(home, None)]
-        while "continued next tick" in ticks[-1]["message"] and len(ticks) < MAX_TICKS:
-            ticks.append(_tick(home, ticks[-1]["cursor"]))
-        ticks.append(_tick(home, ticks[-1]["cursor"]))  # nothing new: an idle home's tick
+        ticks: list[dict[str, Any]] = []
+        cursor = None
+        while len(ticks) < args.max_ticks:
+            tick = _tick(home, cursor)
+            tick["deleted_so_far"] = _deleted(url)
+            ticks.append(tick)
+            print(
+                f"tick {len(ticks)}: {tick['seconds']:.1f} s, rows deleted so far"
+                f" {tick['deleted_so_far']:,}: {tick['message']}",
+                flush=True,
+            )
+            if cursor is not None and tick["cursor"] == cursor:
+                break  # a tick with nothing new: what every later tick of an idle home pays
+            cursor = tick["cursor"]
         started = time.perf_counter()
         cli = subprocess.run(
             [PYTHON, "-m", "scrapeflow_dagster.cli", "home", "prune"],
