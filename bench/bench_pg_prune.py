@@ -65,7 +65,7 @@ def _scale(url: str, tasks: int, target: int) -> float:
     the seconds it took."""
     started = time.perf_counter()
     copies = max(0, target // tasks - 1)
-    with psycopg2.connect(_dsn(url)) as conn, conn.cursor() as cursor:
+    with closing(psycopg2.connect(_dsn(url))) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT max(id) FROM event_logs")
         top = cursor.fetchone()[0]
         step = 10
@@ -80,7 +80,7 @@ def _scale(url: str, tasks: int, target: int) -> float:
 
 
 def _table_bytes(url: str) -> int:
-    with psycopg2.connect(_dsn(url)) as conn, conn.cursor() as cursor:
+    with closing(psycopg2.connect(_dsn(url))) as conn, conn.cursor() as cursor:
         cursor.execute(
             "SELECT pg_total_relation_size('event_logs')"
             " + pg_total_relation_size('asset_event_tags')"
