@@ -15,7 +15,7 @@ originals'). Measured, in order:
 - the retention sensor's ticks (at most `--max-ticks`), evaluated as the daemon evaluates them
   (in this process, the sensor's 20 s budget for deleting; Dagster gives an evaluation 60 s),
   each printed as it ends with the rows deleted so far, until one with nothing new to delete
-  (what every later tick of an idle home pays);
+  and no index to rebuild (what every later tick of an idle home pays);
 - `scrapeflow home prune` (the CLI: no budget) after it.
 
 Printed: each one's seconds, rows deleted, indexes rebuilt, and the event log's bytes per task.
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "--scale-to", type=int, default=1_000_000, help="tasks the copied rows stand for"
     )
     parser.add_argument(
-        "--max-ticks", type=int, default=8, help="sensor ticks at most (one evaluation each)"
+        "--max-ticks", type=int, default=40, help="sensor ticks at most (one evaluation each)"
     )
     parser.add_argument("--tmp-dir", default=None)
     parser.add_argument("--json", default=None)
@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                 f" {tick['deleted_so_far']:,}: {tick['message']}",
                 flush=True,
             )
-            if cursor is not None and tick["cursor"] == cursor:
+            idle = tick["message"].startswith("deleted no asset events")
+            if tick["cursor"] == cursor and idle and "indexes rebuilt" not in tick["message"]:
                 break  # a tick with nothing new: what every later tick of an idle home pays
             cursor = tick["cursor"]
         started = time.perf_counter()

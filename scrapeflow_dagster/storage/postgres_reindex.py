@@ -120,9 +120,12 @@ def reindex_bloated(
     *,
     ratio: float = BLOAT_RATIO,
     min_waste_bytes: int = MIN_WASTE_BYTES,
+    max_rebuilds: int | None = None,
 ) -> list[str]:
-    """Rebuild the bloated indexes of `tables` concurrently; the names rebuilt. `conn` is in
-    AUTOCOMMIT (REINDEX CONCURRENTLY refuses a transaction), after VACUUM and ANALYZE.
+    """Rebuild the bloated indexes of `tables` concurrently, at most `max_rebuilds` of them
+    (None: all; a sensor tick rebuilds one, the next tick the next); the names rebuilt.
+    `conn` is in AUTOCOMMIT (REINDEX CONCURRENTLY refuses a transaction), after VACUUM and
+    ANALYZE.
 
     Never fails a prune: a rebuild or a drop that fails is logged (a failed rebuild's
     leftover dropped) and the others go on. Nothing is done while another prune rebuilds."""
@@ -135,6 +138,8 @@ def reindex_bloated(
             _drop_left_over(conn, table)
             sizes = index_sizes(conn, table)
             for index in bloated(sizes, ratio=ratio, min_waste_bytes=min_waste_bytes):
+                if max_rebuilds is not None and len(rebuilt) >= max_rebuilds:
+                    return rebuilt
                 if _quietly(conn, f"REINDEX INDEX CONCURRENTLY {index.name}"):
                     rebuilt.append(index.name)
                 else:

@@ -42,9 +42,12 @@ from scrapeflow_dagster.storage.version_guard import (
     supports_installed_versions,
 )
 
-# About this many rows of each kind per transaction: ~10-50 ms on SQLite, so a run's writer
-# waits little behind a chunk.
+# At most this many partitions per transaction: ~10-50 ms on SQLite, so a run's writer waits
+# little behind a chunk (7 ms on Postgres at 200,000 tasks).
 ROWS_PER_CHUNK = 500
+# A pass goes through its id window in slices of about this many asset event rows, and keeps
+# its place at the end of the last slice done (a few chunks: little to take again).
+ROWS_PER_SLICE = 4 * ROWS_PER_CHUNK
 PRUNE_FALLBACK = "retention deletes nothing (the home keeps every event)"
 FINISHED_RUN_STATUSES = [
     dg.DagsterRunStatus.SUCCESS,
@@ -84,7 +87,8 @@ class PruneReport:
             `event_logs` and `asset_event_tags` with their indexes).
         bytes_after: the same after.
         reindexed: the indexes rebuilt after the VACUUM (Postgres: `postgres_reindex`).
-        horizon_id: rows with ids up to this one were considered (the sensor's next cursor).
+        horizon_id: every pair with asset events up to this id was pruned (the sensor's next
+            cursor: a pass the budget cut short goes on from here).
         complete: False when the time budget ran out first.
         skipped: why nothing was done, when nothing was.
     """
@@ -146,7 +150,7 @@ def prune(
     *,
     budget_seconds: float | None = None,
     dry_run: bool = False,
-    after_id: int | None = None,
+    after_id: int = 0,
     vacuum_full: bool = False,
 ) -> PruneReport:
     """Delete what `policy` lets go from the event log `storage` (module docstring).
@@ -154,10 +158,11 @@ def prune(
     Args:
         storage: the instance's event log storage (SQLite or Postgres, batched or stock).
         policy: what to keep.
-        budget_seconds: stop starting chunks after this long (None: go through everything).
+        budget_seconds: stop starting id slices after this long (None: go through
+            everything); one slice always runs.
         dry_run: count what would go; delete nothing.
         after_id: only the (asset, partition) pairs with events newer than this id (the
-            sensor's cursor; None: every pair).
+            sensor's cursor, or where a pass cut short got to: `horizon_id`; 0: every pair).
         vacuum_full: a one-time `VACUUM` (SQLite, which also turns `auto_vacuum` on for a home
             made before it was set) or `VACUUM FULL` (Postgres): needs the home idle.
 
@@ -189,73 +194,74 @@ def _prune(
     *,
     deadline: float | None,
     dry_run: bool,
-    after_id: int | None,
+    after_id: int,
     vacuum_full: bool,
 ) -> PruneReport:
     report = PruneReport(bytes_before=backend.size_bytes())
     now = datetime.now(UTC).replace(tzinfo=None)  # stored as naive UTC
     grace = policy.superseded_grace_seconds
     horizon = backend.horizon_id(now - timedelta(seconds=grace) if grace > 0 else None)
-    report.horizon_id = horizon
-    chunks = _cursor_chunks(backend, after_id, horizon) if after_id is not None else None
-    for clause, params in chunks if chunks is not None else _all_chunks(backend):
-        if deadline is not None and time.monotonic() > deadline:
+    # The window is walked by id slices so that a pass the deadline cuts short says how far
+    # it got (`horizon_id`): the next call goes on from there, not from the start. No slice
+    # starts after the deadline but the first, so every call moves on.
+    report.horizon_id = after_id
+    for slice_end in _slice_ends(backend, after_id, horizon):
+        if _past(deadline) and report.horizon_id > after_id:
             report.complete = False
             break
-        params = {**params, "horizon_id": horizon}
-        report.deleted_by_kind.update(backend.prune_chunk(clause, params, dry_run=dry_run))
+        for clause, params in _slice_chunks(backend, report.horizon_id, slice_end):
+            params = {**params, "horizon_id": horizon}
+            report.deleted_by_kind.update(backend.prune_chunk(clause, params, dry_run=dry_run))
+        report.horizon_id = slice_end
     if report.complete and policy.run_logs_keep_days is not None:
         report.run_logs_removed = _remove_old_run_logs(
             backend, storage, now - timedelta(days=policy.run_logs_keep_days), dry_run=dry_run
         )
-    if not report.complete and after_id is not None:
-        report.horizon_id = after_id  # the pairs left over are taken again next time
     if not dry_run and (policy.vacuum or vacuum_full):
-        report.reindexed = backend.reclaim(full=vacuum_full)
+        report.reindexed = backend.reclaim(
+            full=vacuum_full,
+            deleted=report.deleted,
+            pass_complete=report.complete,
+            # A budgeted prune (a sensor tick) rebuilds one index; the next tick the next.
+            max_rebuilds=None if deadline is None else 1,
+        )
     report.bytes_after = backend.size_bytes()
     return report
 
 
-def _all_chunks(backend: Backend) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every asset's partitions in ranges of about `ROWS_PER_CHUNK` rows of each kind."""
-    for (asset_key,) in backend.fetch(sql.ASSET_KEYS, {}):
-        after: str | None = None
-        while True:
-            ends = [
-                backend.fetch(
-                    sql.chunk_end_sql(after=after is not None),
-                    {
-                        "asset_key": asset_key,
-                        "kind": kind,
-                        "after": after,
-                        "offset": ROWS_PER_CHUNK - 1,
-                    },
-                )
-                for kind in sql.ASSET_KINDS
-            ]
-            found = [str(rows[0][0]) for rows in ends if rows]
-            last = min(found) if found else None
-            clause = sql.range_clause(after=after is not None, last=last is not None)
-            yield clause, {"asset_key": asset_key, "after": after, "last": last}
-            if last is None:
-                break
-            after = last
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
 
 
-def _cursor_chunks(
-    backend: Backend, after_id: int, horizon: int
+def _slice_ends(backend: Backend, after_id: int, horizon: int) -> Iterator[int]:
+    """Ends of consecutive id slices of (`after_id`, `horizon`], each holding about
+    `ROWS_PER_SLICE` asset event rows; the last one is `horizon`."""
+    start = after_id
+    while start < horizon:
+        rows = backend.fetch(
+            sql.SLICE_END,
+            {"after_id": start, "horizon_id": horizon, "offset": ROWS_PER_SLICE - 1},
+        )
+        end = int(rows[0][0]) if rows else horizon
+        yield end
+        start = end
+
+
+def _slice_chunks(
+    backend: Backend, after_id: int, slice_end: int
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The partitions with asset events in (`after_id`, `horizon`], by asset, in lists."""
+    """The partitions with asset events in (`after_id`, `slice_end`], by asset, in lists."""
     by_asset: dict[str, list[str]] = {}
     for asset_key, partition in backend.fetch(
-        sql.PAIRS_IN_WINDOW, {"after_id": after_id, "horizon_id": horizon}
+        sql.PAIRS_IN_WINDOW, {"after_id": after_id, "horizon_id": slice_end}
     ):
         by_asset.setdefault(str(asset_key), []).append(str(partition))
     for asset_key, partitions in sorted(by_asset.items()):
         partitions.sort()
         for start in range(0, len(partitions), ROWS_PER_CHUNK):
             clause, params = sql.list_clause(partitions[start : start + ROWS_PER_CHUNK])
-            yield clause, {"asset_key": asset_key, **params}
+            bounds = {"slice_after": after_id, "slice_end": slice_end}  # for dry counts
+            yield clause, {"asset_key": asset_key, **bounds, **params}
 
 
 def _remove_old_run_logs(

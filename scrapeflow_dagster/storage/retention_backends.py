@@ -58,8 +58,12 @@ class Backend(Protocol):
 
     def size_bytes(self) -> int: ...
 
-    def reclaim(self, *, full: bool) -> list[str]:
-        """Give freed space back (`full`: all of it, the home idle); the indexes rebuilt."""
+    def reclaim(
+        self, *, full: bool, deleted: int, pass_complete: bool, max_rebuilds: int | None = None
+    ) -> list[str]:
+        """Give freed space back (`full`: all of it, the home idle) after a prune that deleted
+        `deleted` rows and did (`pass_complete`) or did not reach its horizon, rebuilding at
+        most `max_rebuilds` indexes (None: all that need it); the indexes rebuilt."""
         ...
 
     def close(self) -> None: ...
@@ -141,7 +145,11 @@ class SqliteBackend:
                 continue
         return total
 
-    def reclaim(self, *, full: bool) -> list[str]:
+    def reclaim(
+        self, *, full: bool, deleted: int, pass_complete: bool, max_rebuilds: int | None = None
+    ) -> list[str]:
+        if not (full or deleted or pass_complete):
+            return []  # mid-pass and nothing freed: the pages go back when something is
         if full:
             # `auto_vacuum` changes only with a VACUUM on a database that has tables: once, for
             # homes made before it was set (an exclusive lock: no runs meanwhile).
@@ -222,19 +230,41 @@ class PostgresBackend:
         )
         return int(rows[0][0])
 
-    def reclaim(self, *, full: bool) -> list[str]:
+    def reclaim(
+        self, *, full: bool, deleted: int, pass_complete: bool, max_rebuilds: int | None = None
+    ) -> list[str]:
         # VACUUM refuses to run in a transaction. FULL returns the space to the system and
-        # rebuilds the indexes but locks the tables (writers wait): on request only. Else the
-        # bloated indexes are rebuilt beside the runs (`postgres_reindex`), which needs the
-        # statistics ANALYZE gathers.
-        verb = "VACUUM FULL" if full else "VACUUM (ANALYZE)"
+        # rebuilds the indexes but locks the tables (writers wait): on request only. Else, once
+        # a pass is through, the tables with dead rows are vacuumed and the bloated indexes
+        # rebuilt beside the runs (`postgres_reindex`, which needs the statistics ANALYZE
+        # gathers). Mid-pass nothing is done: a VACUUM of a large event log takes longer than a
+        # sensor tick may, and Postgres's autovacuum frees the rows of a long pass meanwhile.
         with self._engine.connect() as plain:
             conn = plain.execution_options(isolation_level="AUTOCOMMIT")
-            conn.execute(db.text(f"{verb} {', '.join(PRUNED_TABLES)}"))
-            return [] if full else reindex_bloated(conn)
+            if full:
+                conn.execute(db.text(f"VACUUM FULL {', '.join(PRUNED_TABLES)}"))
+                return []
+            if not pass_complete:
+                return []
+            tables = [table for table in PRUNED_TABLES if deleted or _dead_rows(conn, table)]
+            if tables:
+                conn.execute(db.text(f"VACUUM (ANALYZE) {', '.join(tables)}"))
+            # Checked after every pass, vacuumed or not: a run's own VACUUM of the planned rows
+            # it deleted leaves their index pages (`postgres_reindex`).
+            return reindex_bloated(conn, max_rebuilds=max_rebuilds)
 
     def close(self) -> None:
         pass
+
+
+def _dead_rows(conn: db.engine.Connection, table: str) -> int:
+    """Rows deleted from `table` and not yet vacuumed, as Postgres's statistics count them
+    (they lag the deletes by a second or so: the caller adds its own)."""
+    row = conn.execute(
+        db.text("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = to_regclass(:table)"),
+        {"table": table},
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def backend_for(storage: Any) -> tuple[Backend, str]:

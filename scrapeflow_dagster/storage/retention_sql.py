@@ -51,8 +51,14 @@ doomed AS (
 )
 """
 
-# What a prune would delete, by kind (a dry run; the SQLite prune reads it under its lock).
-COUNT_DOOMED = _DOOMED_CTE + "SELECT kind, count(*) FROM doomed GROUP BY kind"
+# What a prune would delete, by kind (a dry run). A pass meets a partition in every id slice
+# that holds one of its events (`retention._slice_chunks`), so a row is counted only in the
+# slice (`:slice_after`, `:slice_end`] that holds it: once.
+COUNT_DOOMED = (
+    _DOOMED_CTE
+    + "SELECT kind, count(*) FROM doomed WHERE id > :slice_after AND id <= :slice_end"
+    + " GROUP BY kind"
+)
 
 # SQLite: two statements in one BEGIN IMMEDIATE transaction (no DELETE inside a WITH there).
 SQLITE_DELETE_TAGS = (
@@ -73,19 +79,20 @@ POSTGRES_DELETE = (
 DELETE FROM event_logs WHERE id IN (SELECT id FROM doomed) RETURNING dagster_event_type"""
 )
 
-# The partition at the `:offset`-th row of one kind past `:after`: chunks end there, so that a
-# chunk holds about `offset` rows of each kind, read through idx_events_by_asset_partition.
-CHUNK_END = """
-SELECT partition FROM event_logs
-WHERE asset_key = :asset_key AND dagster_event_type = :kind AND partition IS NOT NULL {after}
-ORDER BY partition LIMIT 1 OFFSET :offset
-"""
-
 # The (asset, partition) pairs with asset events in an id window (the sensor's cursor).
 PAIRS_IN_WINDOW = f"""
 SELECT DISTINCT asset_key, partition FROM event_logs
 WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({_KINDS_SQL})
   AND partition IS NOT NULL AND asset_key IS NOT NULL
+"""
+
+# The id of the `:offset`-th asset event past `:after_id` (up to `:horizon_id`): where a slice
+# of the cursor's window ends, read along the primary key.
+SLICE_END = f"""
+SELECT id FROM event_logs
+WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({_KINDS_SQL})
+  AND partition IS NOT NULL AND asset_key IS NOT NULL
+ORDER BY id LIMIT 1 OFFSET :offset
 """
 
 # Read only: retention never writes `asset_keys` (the status cache, the latest materialisation).
@@ -95,21 +102,6 @@ ASSET_KEYS = "SELECT asset_key FROM asset_keys ORDER BY asset_key"
 RUN_REFERENCED = f"""
 SELECT 1 FROM event_logs WHERE run_id = :run_id AND dagster_event_type IN ({_KINDS_SQL}) LIMIT 1
 """
-
-
-def chunk_end_sql(*, after: bool) -> str:
-    """`CHUNK_END`, from the first partition (`after` False) or past `:after`."""
-    return CHUNK_END.format(after="AND partition > :after" if after else "")
-
-
-def range_clause(*, after: bool, last: bool) -> str:
-    """The partitions of a chunk given by its bounds: past `:after`, up to `:last` included."""
-    parts = ["partition IS NOT NULL"]
-    if after:
-        parts.append("partition > :after")
-    if last:
-        parts.append("partition <= :last")
-    return " AND ".join(parts)
 
 
 def list_clause(partitions: Sequence[str]) -> tuple[str, dict[str, str]]:

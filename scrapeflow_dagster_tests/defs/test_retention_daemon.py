@@ -2,8 +2,8 @@
 shipped chain run twice through the real `dagster asset materialize` (the second a forced
 refresh), then `dagster sensor start retention_sensor` and `dagster-daemon run -w
 workspace.yaml`. The daemon's ticks delete every superseded asset event and, on Postgres,
-rebuild the indexes that deleted planned rows bloated; every read (states, failures, the status
-cache, the UI's answers, the kept history) is as before."""
+rebuild the indexes that deleted planned rows bloated, one a tick; every read (states,
+failures, the status cache, the UI's answers, the kept history) is as before."""
 
 from pathlib import Path
 
@@ -52,6 +52,15 @@ def _pruned(home: Path) -> bool:
     return any(message.startswith("deleted ") for message in _tick_messages(home))
 
 
+def _rebuilt(home: Path) -> set[str]:
+    """The indexes the ticks so far rebuilt (one a tick at most)."""
+    found: set[str] = set()
+    for message in _tick_messages(home):
+        if "indexes rebuilt: " in message:
+            found.update(message.split("indexes rebuilt: ", 1)[1].split(";")[0].split(", "))
+    return found
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_the_daemon_prunes_superseded_events_and_changes_no_read(
     backend: str, site_thread: SiteThread, tmp_path: Path, request: pytest.FixtureRequest
@@ -82,6 +91,8 @@ def test_the_daemon_prunes_superseded_events_and_changes_no_read(
         daemon.cli("sensor", "start", SENSOR)
         daemon.start()
         daemon.wait_until(lambda: _pruned(home), "a retention tick that pruned")
+        # A tick rebuilds one bloated index, so that none outlasts Dagster's evaluation limit.
+        daemon.wait_until(lambda: bloated_before <= _rebuilt(home), "every index rebuilt")
     finally:
         daemon.stop()
 
@@ -96,8 +107,8 @@ def test_the_daemon_prunes_superseded_events_and_changes_no_read(
         assert all(history_before[asset][event_id] == event for event_id, event in kept.items())
         assert len(kept) == len({(kind, partition) for kind, _, partition, _ in kept.values()})
     if url is not None:
-        rebuilt = message.split("indexes rebuilt: ", 1)[1].split(";")[0].split(", ")
-        assert bloated_before <= set(rebuilt), message
+        assert len(bloated_before) > 1 and "indexes rebuilt: " in message, message
+        assert message.split("indexes rebuilt: ", 1)[1].split(";")[0].count(",") == 0, message
         with engine.connect() as conn:
             for table in PRUNED_TABLES:
                 assert bloated(index_sizes(conn, table)) == [], table

@@ -10,6 +10,7 @@ another way fails here (`make compat` runs this module).
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage import version_guard
+from scrapeflow_dagster.storage import retention, version_guard
 from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
 from scrapeflow_dagster.storage.retention import PruneReport, RetentionPolicy, prune
 from scrapeflow_dagster.storage.retention_sql import MATERIALIZATION, OBSERVATION, PLANNED
@@ -182,6 +183,43 @@ def test_b_a_prune_beside_running_runs_loses_nothing(
     for asset in ASSETS:
         done = [e for e in histories_after[asset].values() if e[1] == last_run]
         assert len(done) == sum(1 for s in expected[asset].values() if s is not None), asset
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_b_a_pass_cut_into_ticks_goes_on_where_each_stopped_and_deletes_what_one_prune_would(
+    backend: str,
+    site: SiteThread,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The sensor's ticks on a large home, in small: a budget every slice overruns, so each
+    # call does one slice of a few rows and must hand the next call where it stopped.
+    chain, _ = _chain_home(tmp_path, site, backend, request, lean=STOCK_WRITES)
+    chain.run(forced=False, cwd=tmp_path)
+    chain.run(forced=True, cwd=tmp_path)
+    reads(chain.home, chain.keys)  # the status cache stored, as after any UI visit
+    before = reads(chain.home, chain.keys)
+    would = _prune(chain.home, dry_run=True).deleted_by_kind
+    monkeypatch.setattr(retention, "ROWS_PER_CHUNK", 7)
+    monkeypatch.setattr(retention, "ROWS_PER_SLICE", 20)
+
+    cursor, deleted, calls = 0, Counter[str](), 0
+    while True:
+        report = _prune(chain.home, budget_seconds=0, after_id=cursor)
+        calls += 1
+        deleted.update(report.deleted_by_kind)
+        if report.complete:
+            break
+        assert report.horizon_id > cursor, (calls, report)  # no call starts over
+        cursor = report.horizon_id
+        assert calls < 500, "the pass does not end"
+
+    # Two runs of 60 tasks: hundreds of asset rows, so many slices, each taken once.
+    assert calls > 10, calls
+    assert deleted == would and deleted[MATERIALIZATION] > 50, (deleted, would)
+    assert reads(chain.home, chain.keys) == before
+    assert _prune(chain.home).deleted == 0
 
 
 def _store_bytes(chain: ChainHome, url: str | None) -> int:

@@ -11,7 +11,8 @@ from scrapeflow_dagster.defs.automation import interval_seconds, promised_sensor
 from scrapeflow_dagster.storage.retention import PruneReport, prune
 
 # Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); a chunk takes
-# tens of milliseconds, so none is started after this much of it.
+# tens of milliseconds (about a second on a million-task Postgres home), so none is started
+# after this much of it, leaving the rest to a pass's end (run logs, VACUUM, one index rebuilt).
 RETENTION_TICK_BUDGET_SECONDS = 20.0
 NO_RETENTION = "dagster.yaml has no retention block under event_log_storage: nothing to prune"
 
@@ -40,7 +41,11 @@ def describe(report: PruneReport) -> str:
     )
     if report.reindexed:
         text += f"; indexes rebuilt: {', '.join(report.reindexed)}"
-    return text if report.complete else text + " (tick budget reached: continued next tick)"
+    if report.complete:
+        return text
+    return (
+        text + f" (tick budget reached: the next tick goes on after event id {report.horizon_id})"
+    )
 
 
 def build_retention_sensor() -> dg.SensorDefinition:
@@ -57,20 +62,22 @@ def build_retention_sensor() -> dg.SensorDefinition:
     )
     def retention_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
         """Deletes the asset events a newer one of the same partition superseded, and old runs'
-        logs, as the home's `retention:` block says; its cursor is the last event id done."""
+        logs, as the home's `retention:` block says; its cursor is the event id up to which
+        every partition is pruned."""
         storage = context.instance.event_log_storage
         policy = getattr(storage, "retention_policy", None)
         if policy is None:
             return dg.SkipReason(NO_RETENTION)
-        # The first tick (no cursor) goes through every partition; later ones only through
-        # those with events newer than the cursor.
-        after_id = int(context.cursor) if context.cursor else None
+        # The cursor is the id up to which every partition's events are pruned: the first
+        # tick starts from 0 (every partition), a tick the budget cuts short leaves it where it
+        # got to, and the next goes on from there.
+        after_id = int(context.cursor) if context.cursor else 0
         report = prune(
             storage, policy, budget_seconds=RETENTION_TICK_BUDGET_SECONDS, after_id=after_id
         )
         if report.skipped:
             return dg.SkipReason(report.skipped)
-        if report.complete:
+        if report.horizon_id > after_id:
             context.update_cursor(str(report.horizon_id))
         return dg.SkipReason(describe(report))
 
