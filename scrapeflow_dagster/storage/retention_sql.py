@@ -95,9 +95,6 @@ WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({_KINDS_SQ
 ORDER BY id LIMIT 1 OFFSET :offset
 """
 
-# Read only: retention never writes `asset_keys` (the status cache, the latest materialisation).
-ASSET_KEYS = "SELECT asset_key FROM asset_keys ORDER BY asset_key"
-
 # Whether any asset event still names the run (its FAILED state or its latest materialisation).
 RUN_REFERENCED = f"""
 SELECT 1 FROM event_logs WHERE run_id = :run_id AND dagster_event_type IN ({_KINDS_SQL}) LIMIT 1
