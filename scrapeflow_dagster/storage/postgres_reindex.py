@@ -137,7 +137,9 @@ def reindex_bloated(
         for table in tables:
             _drop_left_over(conn, table)
             sizes = index_sizes(conn, table)
-            for index in bloated(sizes, ratio=ratio, min_waste_bytes=min_waste_bytes):
+            # The most wasteful first, so that a limited call does the most good.
+            found = bloated(sizes, ratio=ratio, min_waste_bytes=min_waste_bytes)
+            for index in sorted(found, key=lambda size: size.needed_bytes - size.bytes):
                 if max_rebuilds is not None and len(rebuilt) >= max_rebuilds:
                     return rebuilt
                 if _quietly(conn, f"REINDEX INDEX CONCURRENTLY {index.name}"):

@@ -160,7 +160,8 @@ def prune(
         policy: what to keep.
         budget_seconds: stop starting id slices after this long (None: go through
             everything); one slice always runs.
-        dry_run: count what would go; delete nothing.
+        dry_run: count what would go; delete nothing (the count is exact for a whole pass:
+            `after_id` 0, no budget, as `scrapeflow home prune --dry-run` makes it).
         after_id: only the (asset, partition) pairs with events newer than this id (the
             sensor's cursor, or where a pass cut short got to: `horizon_id`; 0: every pair).
         vacuum_full: a one-time `VACUUM` (SQLite, which also turns `auto_vacuum` on for a home

@@ -30,6 +30,9 @@ from scrapeflow_dagster.storage.postgres_reindex import PRUNED_TABLES, reindex_b
 
 # Any fixed 64-bit number other than the writers' lock: prunes of one database take turns.
 PRUNE_LOCK_KEY = 0x5C12A9F1E7E1042
+# A pass's end VACUUMs a table that a tick's own deletes did not touch only when at least this
+# share of its rows is dead (a pass's earlier ticks' deletes that autovacuum has not freed).
+VACUUM_DEAD_FRACTION = 0.01
 # A checkpoint after a prune must not hold up a run's writes for long; it is retried next time.
 CHECKPOINT_BUSY_MILLISECONDS = 1000
 # Run logs of a run keep its status events (run status sensors read them) and asset check
@@ -246,7 +249,7 @@ class PostgresBackend:
                 return []
             if not pass_complete:
                 return []
-            tables = [table for table in PRUNED_TABLES if deleted or _dead_rows(conn, table)]
+            tables = [table for table in PRUNED_TABLES if deleted or _worth_vacuuming(conn, table)]
             if tables:
                 conn.execute(db.text(f"VACUUM (ANALYZE) {', '.join(tables)}"))
             # Checked after every pass, vacuumed or not: a run's own VACUUM of the planned rows
@@ -257,14 +260,21 @@ class PostgresBackend:
         pass
 
 
-def _dead_rows(conn: db.engine.Connection, table: str) -> int:
-    """Rows deleted from `table` and not yet vacuumed, as Postgres's statistics count them
-    (they lag the deletes by a second or so: the caller adds its own)."""
+def _worth_vacuuming(conn: db.engine.Connection, table: str) -> bool:
+    """Whether `table` holds at least `VACUUM_DEAD_FRACTION` of its rows dead, as Postgres's
+    statistics count them (they lag the deletes by a second or so: the caller adds its own).
+    Runs delete planned rows all the time, so a busy table always has a few: those are left to
+    the runs' own VACUUM (`postgres_vacuum`) and to autovacuum."""
     row = conn.execute(
-        db.text("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = to_regclass(:table)"),
+        db.text(
+            "SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables"
+            " WHERE relid = to_regclass(:table)"
+        ),
         {"table": table},
     ).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    if row is None or row[0] is None:
+        return False
+    return int(row[0]) > 0 and int(row[0]) >= VACUUM_DEAD_FRACTION * int(row[1] or 0)
 
 
 def backend_for(storage: Any) -> tuple[Backend, str]:
