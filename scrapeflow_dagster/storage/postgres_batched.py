@@ -72,7 +72,11 @@ from scrapeflow_dagster.storage.lean_writes import (
 from scrapeflow_dagster.storage.planned import Row
 from scrapeflow_dagster.storage.postgres_vacuum import DeletedRowsVacuum
 from scrapeflow_dagster.storage.postgres_write import write_events
-from scrapeflow_dagster.storage.retention import policy_from_config, retention_config_field
+from scrapeflow_dagster.storage.retention import (
+    delete_superseded_at_write,
+    policy_from_config,
+    retention_config_field,
+)
 from scrapeflow_dagster.storage.version_guard import (
     POSTGRES_PACKAGES,
     supports_installed_versions,
@@ -153,9 +157,12 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
                 pool_pre_ping=True,
             )
         vacuum_after = self.lean_writes.vacuum_after_deleted
+        at_write = self.retention_policy is not None and self.retention_policy.at_write
         self._vacuum = (
             DeletedRowsVacuum(self._engine, vacuum_after)
-            if self._batching and self.lean_writes.delete_superseded_planned and vacuum_after
+            if self._batching
+            and vacuum_after
+            and (self.lean_writes.delete_superseded_planned or at_write)
             else None
         )
 
@@ -203,13 +210,18 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
         lean = self.lean_writes
-        if not lean.delete_superseded_planned:
+        policy = self.retention_policy
+        at_write = policy if policy is not None and policy.at_write else None
+        if not lean.delete_superseded_planned and at_write is None:
             write_events(self, self._engine, events, lean.index_rows(rows))
             return
         deleted: list[int] = []
 
         def after_insert(conn: Connection, rows: Sequence[Row], event_ids: Sequence[int]) -> None:
-            deleted.append(delete_superseded_planned(conn, rows, event_ids))
+            if lean.delete_superseded_planned:
+                deleted.append(delete_superseded_planned(conn, rows, event_ids))
+            if at_write is not None:
+                deleted.append(delete_superseded_at_write(conn, rows, event_ids, at_write))
 
         write_events(self, self._engine, events, lean.index_rows(rows), after_insert)
         if self._vacuum is not None:  # committed: a VACUUM can now reclaim them

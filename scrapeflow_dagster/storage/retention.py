@@ -12,8 +12,10 @@ absent: nothing is ever pruned)::
           superseded_grace_seconds: 3600
           run_logs_keep_days: 7
           vacuum: true
+          at_write: true
 
-and applied by `prune` (`scrapeflow home prune`, the `retention_sensor`). Kept per (asset,
+and applied by `prune` (`scrapeflow home prune`, the `retention_sensor`) and, on Postgres, as
+runs write (`delete_superseded_at_write`). Kept per (asset,
 partition): the newest MATERIALIZATION and OBSERVATION, and the newest PLANNED unless a
 materialisation of its own run superseded it (`retention_sql` has the rules and why they change
 no read). Run logs of finished runs older than `run_logs_keep_days` that no kept asset event
@@ -27,12 +29,13 @@ guard has not verified, `prune` warns once and deletes nothing.
 
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import dagster as dg
+import sqlalchemy as db
 
 from scrapeflow_dagster.storage import retention_sql as sql
 from scrapeflow_dagster.storage.retention_backends import Backend, backend_for
@@ -68,11 +71,16 @@ class RetentionPolicy:
             this long after the run ended (None: kept).
         vacuum: give freed space back after a prune (SQLite `incremental_vacuum`, Postgres
             `VACUUM` and a concurrent rebuild of bloated indexes, `postgres_reindex`).
+        at_write: on Postgres, the write of a materialisation or observation also deletes the
+            rows of its (asset, partition, kind) it supersedes that are themselves
+            `superseded_grace_seconds` old (`retention_sql.DELETE_SUPERSEDED_AT_WRITE`), so a
+            refresh reuses its predecessors' space instead of growing the tables to two runs'.
     """
 
     superseded_grace_seconds: float = 3600.0
     run_logs_keep_days: float | None = 7.0
     vacuum: bool = True
+    at_write: bool = True
 
 
 @dataclass
@@ -120,6 +128,7 @@ def retention_config_field() -> dg.Field:
                 dg.Noneable(float), is_required=False, default_value=defaults.run_logs_keep_days
             ),
             "vacuum": dg.Field(bool, is_required=False, default_value=defaults.vacuum),
+            "at_write": dg.Field(bool, is_required=False, default_value=defaults.at_write),
         },
         is_required=False,
         description="Prune superseded asset events and old run logs (docs/configuration.md).",
@@ -141,7 +150,42 @@ def retention_yaml(policy: RetentionPolicy, *, indent: str = "    ") -> str:
         f"{indent}  superseded_grace_seconds: {policy.superseded_grace_seconds:g}\n"
         f"{indent}  run_logs_keep_days: {keep if keep == 'null' else f'{keep:g}'}\n"
         f"{indent}  vacuum: {str(policy.vacuum).lower()}\n"
+        f"{indent}  at_write: {str(policy.at_write).lower()}\n"
     )
+
+
+def delete_superseded_at_write(
+    conn: Any, rows: Sequence[Mapping[str, Any]], event_ids: Sequence[int], policy: RetentionPolicy
+) -> int:
+    """Delete, in the Postgres transaction that stored `rows` under `event_ids`, the older
+    rows their materialisations and observations supersede that are at least the policy's
+    grace old (`RetentionPolicy.at_write`); how many went (0 where the driver does not say).
+
+    What a later prune would delete under rule 1, only sooner: every read is as after a prune.
+    """
+    newest: dict[tuple[str, str, str], int] = {}
+    for row, event_id in zip(rows, event_ids, strict=True):
+        kind, partition, asset_key = row["dagster_event_type"], row["partition"], row["asset_key"]
+        if kind in (sql.MATERIALIZATION, sql.OBSERVATION) and partition and asset_key:
+            key = (str(asset_key), str(kind), str(partition))
+            newest[key] = max(newest.get(key, 0), int(event_id))
+    if not newest:
+        return 0
+    cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(
+        seconds=policy.superseded_grace_seconds
+    )
+    keys = list(newest)
+    deleted = conn.execute(
+        db.text(sql.DELETE_SUPERSEDED_AT_WRITE),
+        {
+            "asset_key": [key[0] for key in keys],
+            "kind": [key[1] for key in keys],
+            "partition": [key[2] for key in keys],
+            "new_id": [newest[key] for key in keys],
+            "cutoff": cutoff,
+        },
+    )
+    return max(deleted.rowcount, 0)
 
 
 def prune(

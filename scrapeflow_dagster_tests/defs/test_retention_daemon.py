@@ -31,7 +31,9 @@ from scrapeflow_dagster_tests.support.postgres import (  # noqa: F401 (the postg
 
 TASKS = 30
 COPIES = 1500  # ~10,000 planned rows inserted and deleted: what a large run leaves
-POLICY = RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None)
+# Rows left for the daemon: with `at_write` a Postgres run's writes would delete the rows they
+# supersede themselves (`test_retention` covers that).
+POLICY = RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None, at_write=False)
 SENSOR = "retention_sensor"
 
 

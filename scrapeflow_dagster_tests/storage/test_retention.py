@@ -52,6 +52,7 @@ def _chain_home(
     backend: str,
     request: pytest.FixtureRequest,
     lean: LeanWrites | None = None,
+    policy: RetentionPolicy | None = None,
 ) -> tuple[ChainHome, str | None]:
     url, tag = None, f"{backend}-{request.node.name[:40]}-"
     if backend == "postgres":
@@ -59,7 +60,7 @@ def _chain_home(
         server: PostgresServer = request.getfixturevalue("postgres")
         url = server.database(request.node.name.lower()[-30:].strip("[]-_"))
     home = write_chain_home(
-        tmp_path / "home", policy=RetentionPolicy(), postgres_url=url, lean=lean
+        tmp_path / "home", policy=policy or RetentionPolicy(), postgres_url=url, lean=lean
     )
     return ChainHome(home, tmp_path / "data", task_rows(site, TASKS, tag=tag)), url
 
@@ -136,11 +137,44 @@ def _expected_states(keys: list[str]) -> dict[str, dict[str, str | None]]:
     return {"scrape": scrape, "validation": validation, "pages": pages}
 
 
+@pytest.mark.parametrize("grace", [0.0, 3600.0])
+def test_a_postgres_refresh_deletes_what_it_supersedes_as_it_writes_when_old_enough(
+    grace: float, site: SiteThread, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    policy = RetentionPolicy(superseded_grace_seconds=grace, run_logs_keep_days=None)
+    chain, _ = _chain_home(tmp_path, site, "postgres", request, policy=policy)
+    chain.run(forced=False, cwd=tmp_path)
+    chain.run(forced=True, cwd=tmp_path)
+    assert turn_to_failures(site, chain.keys, f"postgres-{request.node.name[:40]}-")
+    chain.run(forced=True, cwd=tmp_path)
+    reads(chain.home, chain.keys)  # the status cache stored, as after any UI visit
+    before = reads(chain.home, chain.keys)
+
+    left = _prune(chain.home, dry_run=True).deleted_by_kind
+    report = _prune(chain.home)
+
+    if grace:
+        # An hour's grace: the first two runs' rows are minutes old, so every one stays for
+        # the prune, as without `at_write`.
+        assert left[MATERIALIZATION] > 2 * TASKS and left[OBSERVATION] > 0, left
+    else:
+        # Each write deleted the rows it superseded: the prune finds none of those kinds.
+        assert left[MATERIALIZATION] == 0 and left[OBSERVATION] == 0, left
+    assert report.deleted_by_kind == left
+    assert reads(chain.home, chain.keys) == before
+    for asset, kept in histories(chain.home).items():
+        assert len(kept) == len({(kind, partition) for kind, _, partition, _ in kept.values()})
+        assert kept, asset
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_b_a_prune_beside_running_runs_loses_nothing(
     backend: str, site: SiteThread, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    chain, _ = _chain_home(tmp_path, site, backend, request)
+    # No grace in the home either: on Postgres the runs' writes delete superseded rows too,
+    # beside the prunes (neither may wait for the other in a cycle).
+    no_grace = RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None)
+    chain, _ = _chain_home(tmp_path, site, backend, request, policy=no_grace)
     stop, passes, errors, deleted = threading.Event(), [0], [], [0]
 
     def pruner() -> None:
