@@ -220,6 +220,9 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         def after_insert(conn: Connection, rows: Sequence[Row], event_ids: Sequence[int]) -> None:
             if lean.delete_superseded_planned:
                 deleted.append(delete_superseded_planned(conn, rows, event_ids))
+            # After the planned rows' delete, which may wait for a prune's: the at-write delete
+            # locks rows but never waits (SKIP LOCKED), so no lock it takes is held while this
+            # transaction waits for a prune that waits for it.
             if at_write is not None:
                 deleted.append(delete_superseded_at_write(conn, rows, event_ids, at_write))
 

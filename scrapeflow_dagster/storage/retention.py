@@ -182,6 +182,7 @@ def delete_superseded_at_write(
             "kind": [key[1] for key in keys],
             "partition": [key[2] for key in keys],
             "new_id": [newest[key] for key in keys],
+            "first_id": min(event_ids),
             "cutoff": cutoff,
         },
     )

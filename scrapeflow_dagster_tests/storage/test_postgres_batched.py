@@ -25,6 +25,7 @@ from scrapeflow_dagster_tests.storage.events import (
     STOCK_ROWS,
     log_line,
     materialized,
+    observed,
     planned,
     store_planned_both_ways,
     two_runs,
@@ -235,3 +236,43 @@ def test_another_package_version_is_refused_with_one_warning(
 
 def test_the_installed_versions_are_accepted() -> None:
     assert version_guard.supports_installed_versions(version_guard.POSTGRES_PACKAGES)
+
+
+def test_retention_at_write_deletes_older_rows_never_the_batch_s_own_nor_leaves_their_tags(
+    postgres: PostgresServer,
+) -> None:
+    url = postgres.database("at_write_batch")
+    batched = BatchedPostgresEventLogStorage(
+        url, max_buffered_events=10, retention={"superseded_grace_seconds": 0}
+    )
+    batched.store_event_batch([materialized(RUN, "a", "p1", "v1"), observed(RUN, "a", "p1")])
+    # Two materialisations of one partition in one batch (a buffer holds many): the older of
+    # the two stays for a prune, whose tags are written after the delete runs.
+    batched.store_event_batch(
+        [
+            materialized(RUN, "a", "p1", "v2"),
+            materialized(RUN, "a", "p1", "v3"),
+            observed(RUN, "a", "p1"),
+            materialized(RUN, "a", "p2", "v1"),
+        ]
+    )
+    batched.dispose()
+    with closing(psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://"))) as conn:
+        cursor = conn.cursor()
+        cursor.execute(
+            "SELECT e.partition, e.dagster_event_type, t.value FROM event_logs e"
+            " JOIN asset_event_tags t ON t.event_id = e.id ORDER BY e.id"
+        )
+        kept = cursor.fetchall()
+        cursor.execute(
+            "SELECT count(*) FROM asset_event_tags t"
+            " WHERE NOT EXISTS (SELECT 1 FROM event_logs e WHERE e.id = t.event_id)"
+        )
+        (orphans,) = cursor.fetchone()
+    assert orphans == 0
+    assert kept == [
+        ("p1", "ASSET_MATERIALIZATION", "v2"),
+        ("p1", "ASSET_MATERIALIZATION", "v3"),
+        ("p1", "ASSET_OBSERVATION", "observed"),
+        ("p2", "ASSET_MATERIALIZATION", "v1"),
+    ]
