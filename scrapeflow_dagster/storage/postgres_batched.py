@@ -157,12 +157,14 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
                 pool_pre_ping=True,
             )
         vacuum_after = self.lean_writes.vacuum_after_deleted
-        at_write = self.retention_policy is not None and self.retention_policy.at_write
+        policy = self.retention_policy
+        # The policy when runs' writes delete what they supersede (`retention.at_write`).
+        self._at_write = policy if policy is not None and policy.at_write else None
         self._vacuum = (
             DeletedRowsVacuum(self._engine, vacuum_after)
             if self._batching
             and vacuum_after
-            and (self.lean_writes.delete_superseded_planned or at_write)
+            and (self.lean_writes.delete_superseded_planned or self._at_write is not None)
             else None
         )
 
@@ -209,9 +211,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
             super().store_event_batch(kept)
 
     def _write_rows(self, events: Sequence[EventLogEntry], rows: Sequence[Row]) -> None:
-        lean = self.lean_writes
-        policy = self.retention_policy
-        at_write = policy if policy is not None and policy.at_write else None
+        lean, at_write = self.lean_writes, self._at_write
         if not lean.delete_superseded_planned and at_write is None:
             write_events(self, self._engine, events, lean.index_rows(rows))
             return

@@ -36,6 +36,7 @@ from typing import Any
 
 import dagster as dg
 import sqlalchemy as db
+from sqlalchemy.engine import Connection
 
 from scrapeflow_dagster.storage import retention_sql as sql
 from scrapeflow_dagster.storage.retention_backends import Backend, backend_for
@@ -155,7 +156,10 @@ def retention_yaml(policy: RetentionPolicy, *, indent: str = "    ") -> str:
 
 
 def delete_superseded_at_write(
-    conn: Any, rows: Sequence[Mapping[str, Any]], event_ids: Sequence[int], policy: RetentionPolicy
+    conn: Connection,
+    rows: Sequence[Mapping[str, Any]],
+    event_ids: Sequence[int],
+    policy: RetentionPolicy,
 ) -> int:
     """Delete, in the Postgres transaction that stored `rows` under `event_ids`, the older
     rows their materialisations and observations supersede that are at least the policy's
@@ -163,25 +167,26 @@ def delete_superseded_at_write(
 
     What a later prune would delete under rule 1, only sooner: every read is as after a prune.
     """
-    newest: dict[tuple[str, str, str], int] = {}
-    for row, event_id in zip(rows, event_ids, strict=True):
-        kind, partition, asset_key = row["dagster_event_type"], row["partition"], row["asset_key"]
-        if kind in (sql.MATERIALIZATION, sql.OBSERVATION) and partition and asset_key:
-            key = (str(asset_key), str(kind), str(partition))
-            newest[key] = max(newest.get(key, 0), int(event_id))
-    if not newest:
+    written = sorted(
+        {
+            (str(row["asset_key"]), str(row["dagster_event_type"]), str(row["partition"]))
+            for row in rows
+            if row["dagster_event_type"] in (sql.MATERIALIZATION, sql.OBSERVATION)
+            and row["partition"]
+            and row["asset_key"]
+        }
+    )
+    if not written:
         return 0
     cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(
         seconds=policy.superseded_grace_seconds
     )
-    keys = list(newest)
     deleted = conn.execute(
         db.text(sql.DELETE_SUPERSEDED_AT_WRITE),
         {
-            "asset_key": [key[0] for key in keys],
-            "kind": [key[1] for key in keys],
-            "partition": [key[2] for key in keys],
-            "new_id": [newest[key] for key in keys],
+            "asset_key": [asset_key for asset_key, _, _ in written],
+            "kind": [kind for _, kind, _ in written],
+            "partition": [partition for _, _, partition in written],
             "first_id": min(event_ids),
             "cutoff": cutoff,
         },

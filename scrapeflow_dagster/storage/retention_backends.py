@@ -242,12 +242,12 @@ class PostgresBackend:
         # rebuilt beside the runs (`postgres_reindex`, which needs the statistics ANALYZE
         # gathers). Mid-pass nothing is done: a VACUUM of a large event log takes longer than a
         # sensor tick may, and Postgres's autovacuum frees the rows of a long pass meanwhile.
+        if not (full or pass_complete):
+            return []
         with self._engine.connect() as plain:
             conn = plain.execution_options(isolation_level="AUTOCOMMIT")
             if full:
                 conn.execute(db.text(f"VACUUM FULL {', '.join(PRUNED_TABLES)}"))
-                return []
-            if not pass_complete:
                 return []
             tables = [table for table in PRUNED_TABLES if deleted or _worth_vacuuming(conn, table)]
             if tables:

@@ -79,24 +79,24 @@ POSTGRES_DELETE = (
 DELETE FROM event_logs WHERE id IN (SELECT id FROM doomed) RETURNING dagster_event_type"""
 )
 
-# Postgres, in the transaction that stores a batch's materialisations and observations (one
-# per (asset, kind, partition), given as arrays with their new ids): the older rows of the
-# same (asset, kind, partition), which the new ones supersede (rule 1), that are at least the
-# grace old themselves (`:cutoff`), with their tags; never a row of the batch itself (ids from
-# `:first_id`: its tags are written after this). A reader that lags the writes by less
+# Postgres, in the transaction that stores a batch's materialisations and observations (their
+# (asset, kind, partition) given as arrays): the older rows of the same (asset, kind,
+# partition), which the new ones supersede (rule 1), that are at least the grace old
+# themselves (`:cutoff`), with their tags; never a row of the batch itself (ids from
+# `:first_id` on: its tags are written after this). A reader that lags the writes by less
 # than the grace has seen them. Rows a prune is deleting are skipped (SKIP LOCKED: the writer
 # never waits for a prune, so the two never deadlock).
 DELETE_SUPERSEDED_AT_WRITE = f"""
 WITH written AS (
   SELECT * FROM unnest(CAST(:asset_key AS text[]), CAST(:kind AS text[]),
-                       CAST(:partition AS text[]), CAST(:new_id AS bigint[]))
-    AS w(asset_key, kind, partition, new_id)
+                       CAST(:partition AS text[]))
+    AS w(asset_key, kind, partition)
 ),
 doomed AS (
   SELECT e.id FROM event_logs e
     JOIN written w ON e.asset_key = w.asset_key AND e.dagster_event_type = w.kind
                   AND e.partition = w.partition
-  WHERE e.id < w.new_id AND e.id < :first_id AND e.timestamp <= :cutoff
+  WHERE e.id < :first_id AND e.timestamp <= :cutoff
     AND e.dagster_event_type IN ('{MATERIALIZATION}', '{OBSERVATION}')
   FOR UPDATE OF e SKIP LOCKED
 ),
