@@ -60,6 +60,7 @@ class Ledger:
         run_id: str | None = None,
         batch_rows: int = 5000,
         keep_marker: bool = True,
+        journal: bool = False,
     ) -> None:
         """Create a ledger and its marker; nothing touches DuckDB until `sync`.
 
@@ -70,6 +71,10 @@ class Ledger:
             batch_rows: Rows buffered in memory before they are written to a spool file.
             keep_marker: False for a Ledger that records no step rows (tasks, frontier): no
                 marker is written until a step row is (a file creation saved, ~1 ms on disk).
+            journal: The caller names each status file in `announce` before writing it, so
+                the marker lists the files its rows may lag behind (`open_markers`) and
+                `scrapeflow status` reads those without a `stat` of every file. Without
+                one, every status file changed since the marker's time is suspect.
 
         Raises:
             ValueError: when `batch_rows` is below 1.
@@ -92,7 +97,7 @@ class Ledger:
         # leaves it behind: status files written since its time are then read, not trusted to
         # DuckDB. (Made at the first step row instead, a kill between that step's status file
         # and its row would leave no trace.)
-        self._marker = LedgerMarker(self.spool_dir)
+        self._marker = LedgerMarker(self.spool_dir, journal=journal)
         self._batch_started = time.time()
         if keep_marker:
             self._marker.hold(self._batch_started)
@@ -152,6 +157,22 @@ class Ledger:
         """
         self._append(frontier_line, row)
 
+    def announce(self, *keys: str) -> None:
+        """Say that the status files of `keys` are about to be written (a journaled Ledger:
+        call it before each write of a file whose step row this Ledger will record; a
+        Ledger without a journal ignores it).
+
+        Raises:
+            OSError: when the journal cannot be written: the status file must not be
+                written then (`scrapeflow status` would not know to read it).
+        """
+        if not self._marker.journal:
+            return
+        with self._lock:
+            if not self._marker.held:  # after `close`, or made without a marker
+                self._marker.hold(self._batch_started)
+            self._marker.announce(keys)
+
     def flush(self) -> Path | None:
         """Write the buffered rows to one new spool file, atomically.
 
@@ -171,8 +192,9 @@ class Ledger:
             self._buffered_rows = 0
             if self._marker.held:
                 # The next batch may hold a row whose status file was written during this one
-                # (recorded a moment after its write), hence this batch's start, not the flush.
-                self._hold_marker(self._batch_started)
+                # (recorded a moment after its write), hence this batch's start, not the flush;
+                # its journal file stays listed for the same reason.
+                self._rotate_marker(self._batch_started)
             self._batch_started = next_batch
         return path
 
@@ -235,10 +257,10 @@ class Ledger:
         if full:
             self.flush()
 
-    def _hold_marker(self, since: float) -> None:
+    def _rotate_marker(self, since: float) -> None:
         # After a spool file was written: a failure leaves the older marker, which says more
         # files may lag than do (slower, still right), so it is logged rather than raised.
         try:
-            self._marker.hold(since)
+            self._marker.rotate(since)
         except OSError:
             logger.warning("ledger marker %s not updated", self._marker.path, exc_info=True)

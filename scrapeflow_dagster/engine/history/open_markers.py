@@ -15,9 +15,23 @@ A marker whose process is gone (same host, pid not running or running another pr
 left by a killed run: its buffered rows are lost, and `scrapeflow status` repairs them from the
 status files changed since its `since` (`status_counts`), then removes it. Markers of other
 hosts (a shared data folder) cannot be checked and are taken as live.
+
+Finding the files changed since a time takes a `stat` of every status file: 2 s of the 4.8 s
+`scrapeflow status` took at a million tasks with a run going on. So a run's Ledger also keeps
+a **journal** (`Ledger(journal=True)`): before the runner writes a status file it names the
+key there (`announce`: one `write` to a file opened for appending, 2 us against ~0.1 ms for
+the status file's own atomic write, measured 2026-11-30). The marker lists its journal files,
+one per batch: the current one and the one before (the same batch `since` goes back to); a
+flush starts a new one and removes the oldest, whose keys' rows are spooled by then. A live
+journaled marker thus names every status file its rows may lag behind, and `scrapeflow status`
+reads those, stat'ing no other file. A dead one (its last lines may not have reached the
+disk in a power loss), one without a journal (an older version, a Ledger made without) or an
+unreadable one is taken by its time, as before. A journal file gone when read was the oldest,
+removed after its rows were spooled: the reader's sync, after it, takes them.
 """
 
 import functools
+import glob
 import logging
 import os
 import socket
@@ -33,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 OPEN_DIR_NAME = ".open"
 MARKER_SUFFIX = ".json"
+JOURNAL_SUFFIX = ".keys"
+# Journal files a marker lists: the current batch's and the one before (see the module).
+JOURNAL_FILES = 2
 
 
 def open_dir(spool_dir: Path) -> Path:
@@ -66,12 +83,19 @@ def process_start_ticks(pid: int) -> int | None:
 class LedgerMarker:
     """The marker one Ledger keeps; `hold` writes (or rewrites) it, `release` removes it.
 
+    With `journal`, it also keeps the Ledger's journal (see the module): `announce` names a
+    key there, `rotate` starts the next batch's file.
+
     Not thread-safe on its own: the Ledger calls it under its lock.
     """
 
-    def __init__(self, spool_dir: Path) -> None:
+    def __init__(self, spool_dir: Path, *, journal: bool = False) -> None:
         self.path = open_dir(spool_dir) / f"{os.getpid()}-{uuid.uuid4().hex}{MARKER_SUFFIX}"
         self.since: float | None = None  # None while no marker is on disk
+        self.journal = journal
+        self._journals: list[Path] = []  # listed in the marker, oldest first
+        self._fd: int | None = None  # the newest journal file, open for appending
+        self._next_journal = 0
 
     @property
     def held(self) -> bool:
@@ -79,23 +103,55 @@ class LedgerMarker:
         return self.since is not None
 
     def hold(self, since: float) -> None:
-        """Write the marker saying rows may be unspooled since `since` (Unix seconds).
+        """Write the marker saying rows may be unspooled since `since` (Unix seconds), with
+        its journal file open first when it keeps one.
 
         Raises:
-            OSError: when the marker cannot be written (the folder is made when missing).
+            OSError: when the marker or its journal cannot be written (the folder is made
+                when missing).
         """
         if since == self.since:
             return  # already says so: no write
-        pid = os.getpid()
-        data = orjson.dumps(
-            {"pid": pid, "host": _host(), "started": process_start_ticks(pid), "since": since}
-        )
+        if self.journal and self._fd is None:
+            self._open_journal()
+        self._write(since)
+
+    def rotate(self, since: float) -> None:
+        """After a flush: start the next batch's journal file, move the marker to `since` and
+        remove the journal file older than the batch before (its rows are spooled).
+
+        Raises:
+            OSError: when the marker or the new journal cannot be written.
+        """
+        if not self.journal:
+            self.hold(since)
+            return
+        previous, listed = self._fd, list(self._journals)
+        self._open_journal()
+        dropped = self._journals[:-JOURNAL_FILES]
+        self._journals = self._journals[-JOURNAL_FILES:]
         try:
-            write_bytes_atomic(self.path, data)
-        except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_bytes_atomic(self.path, data)
-        self.since = since
+            self._write(since)  # lists the new file before any key goes there
+        except OSError:
+            # Keys go on to the file the marker on disk lists, which keeps the older ones.
+            assert self._fd is not None
+            os.close(self._fd)
+            self._journals[-1].unlink(missing_ok=True)
+            self._fd, self._journals = previous, listed
+            raise
+        if previous is not None:
+            os.close(previous)
+        for path in dropped:
+            path.unlink(missing_ok=True)
+
+    def announce(self, keys: tuple[str, ...]) -> None:
+        """Name `keys` in the journal before their status files are written (held first).
+
+        Raises:
+            OSError: when the journal cannot be written.
+        """
+        assert self._fd is not None, "announce on a marker without an open journal"
+        os.write(self._fd, b"".join(orjson.dumps(key) + b"\n" for key in keys))
 
     def release(self) -> None:
         """Remove the marker: everything its Ledger recorded is in the spool.
@@ -107,6 +163,41 @@ class LedgerMarker:
             return
         self.path.unlink(missing_ok=True)
         self.since = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        for journal in self._journals:
+            journal.unlink(missing_ok=True)
+        self._journals = []
+
+    def _open_journal(self) -> None:
+        stem = self.path.name[: -len(MARKER_SUFFIX)]
+        path = self.path.parent / f"{stem}.{self._next_journal}{JOURNAL_SUFFIX}"
+        self._next_journal += 1
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        try:
+            self._fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, flags, 0o644)
+        self._journals.append(path)
+
+    def _write(self, since: float) -> None:
+        pid = os.getpid()
+        data: dict[str, object] = {
+            "pid": pid,
+            "host": _host(),
+            "started": process_start_ticks(pid),
+            "since": since,
+        }
+        if self.journal:
+            data["journal"] = [path.name for path in self._journals]
+        try:
+            write_bytes_atomic(self.path, orjson.dumps(data))
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes_atomic(self.path, orjson.dumps(data))
+        self.since = since
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +211,8 @@ class OpenMarker:
         pid: The process of its Ledger (None when unreadable).
         host: The host name of that process.
         started: The process's start time in clock ticks (None when unknown).
+        keys: The keys its journal names (None: it keeps no journal, or it could not be
+            read); meaningful only while the marker is live (see the module).
     """
 
     path: Path
@@ -127,6 +220,7 @@ class OpenMarker:
     pid: int | None = None
     host: str | None = None
     started: int | None = None
+    keys: frozenset[str] | None = None
 
     @property
     def elsewhere(self) -> bool:
@@ -144,8 +238,21 @@ class OpenMarker:
         return self.started is not None and now is not None and now != self.started
 
 
+def remove_marker(marker: OpenMarker) -> None:
+    """Remove a dead marker and its journal files (`<marker name>.<n>.keys`).
+
+    Raises:
+        OSError: when one exists but cannot be removed.
+    """
+    marker.path.unlink(missing_ok=True)
+    stem = marker.path.name[: -len(MARKER_SUFFIX)]
+    for journal in marker.path.parent.glob(f"{glob.escape(stem)}.*{JOURNAL_SUFFIX}"):
+        journal.unlink(missing_ok=True)
+
+
 def rewrite_since(marker: OpenMarker, since: float) -> None:
     """Move a dead marker's time up to `since`: the rows it stood for up to there are repaired.
+    (Its journal, if any, is no longer listed: a dead marker is taken by its time.)
 
     Raises:
         OSError: when the marker cannot be written.
@@ -186,13 +293,49 @@ def _parse(path: Path, raw: bytes) -> OpenMarker:
         host, started = data.get("host"), data.get("started")
         if not isinstance(since, int | float) or not isinstance(pid, int):
             raise TypeError("since/pid")
+        journal = data.get("journal")
         return OpenMarker(
             path,
             float(since),
             pid,
             host if isinstance(host, str) else None,
             started if isinstance(started, int) else None,
+            _read_journal(path.parent, journal) if journal is not None else None,
         )
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
         logger.warning("ledger marker %s is unreadable (%s): all status files suspect", path, exc)
         return OpenMarker(path, 0.0)
+
+
+def _read_journal(folder: Path, names: object) -> frozenset[str] | None:
+    """The keys the journal files `names` (in `folder`) hold; None when they are not a list
+    of plain file names or one cannot be read (the marker is then taken by its time)."""
+    if not isinstance(names, list) or not all(_plain_name(name) for name in names):
+        logger.warning("ledger marker in %s lists a journal it cannot have: %r", folder, names)
+        return None
+    keys: set[str] = set()
+    for name in names:
+        try:
+            raw = (folder / name).read_bytes()
+        except FileNotFoundError:
+            continue  # the oldest, removed once its rows were spooled (see the module)
+        except OSError:
+            logger.warning("ledger journal %s unreadable: its marker taken by time", name)
+            return None
+        for line in raw.split(b"\n"):
+            try:
+                key = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # the last line, still being written: its status file is not yet
+            if isinstance(key, str):
+                keys.add(key)
+    return frozenset(keys)
+
+
+def _plain_name(name: object) -> bool:
+    return (
+        isinstance(name, str)
+        and name.endswith(JOURNAL_SUFFIX)
+        and "/" not in name
+        and not name.startswith(".")
+    )

@@ -16,7 +16,11 @@ from pathlib import Path
 
 import duckdb
 
-from scrapeflow_dagster.engine.history.open_markers import OpenMarker, rewrite_since
+from scrapeflow_dagster.engine.history.open_markers import (
+    OpenMarker,
+    remove_marker,
+    rewrite_since,
+)
 from scrapeflow_dagster.engine.history.rebuild import (
     StatusFileProblem,
     apply_status_rows,
@@ -114,7 +118,7 @@ def repair_dead_markers(
     result = repair_from_status_files(conn, paths)
     for marker in dead:
         if not live:
-            marker.path.unlink(missing_ok=True)
+            remove_marker(marker)
         elif marker.since < until:
             rewrite_since(marker, until)
     return len(dead), result

@@ -41,8 +41,19 @@ class FolderListing:
         return frozenset([name[:-cut] for name in self.names])
 
 
-def list_status_folder(status_dir: Path, *, changed_since: float | None = None) -> FolderListing:
+def list_status_folder(
+    status_dir: Path,
+    *,
+    changed_since: float | None = None,
+    among: Iterable[str] | None = None,
+) -> FolderListing:
     """List `status_dir` once; with `changed_since` (Unix seconds), `stat` each status file.
+
+    Args:
+        status_dir: The status folder.
+        changed_since: Find the files modified from then on.
+        among: With `changed_since`, the only keys whose files may have changed (named by the
+            runs' journals): those files are the ones `stat`ed and all taken as changed.
 
     Raises:
         OSError: when the folder cannot be listed.
@@ -55,6 +66,8 @@ def list_status_folder(status_dir: Path, *, changed_since: float | None = None) 
     if changed_since is None:
         return FolderListing(names)
     cut = len(STATUS_SUFFIX)
+    if among is not None:
+        return FolderListing(names, _modified(status_dir, among))
     since_ns = int(changed_since * 1e9)
     changed = {}
     # A stat relative to the open folder: DirEntry.stat() resolves the whole path each time,
@@ -73,6 +86,19 @@ def list_status_folder(status_dir: Path, *, changed_since: float | None = None) 
     finally:
         os.close(folder)
     return FolderListing(names, changed)
+
+
+def _modified(status_dir: Path, keys: Iterable[str]) -> dict[str, int]:
+    """The modification time (Unix ns) of each of `keys`' status files that exists."""
+    found = {}
+    for key in keys:
+        if not key or key[0] == "." or "/" in key or "\0" in key:
+            continue  # no status file has such a name (a journal's key is not trusted)
+        try:
+            found[key] = os.stat(os.path.join(status_dir, key + STATUS_SUFFIX)).st_mtime_ns
+        except FileNotFoundError:
+            continue
+    return found
 
 
 @dataclass

@@ -101,6 +101,7 @@ async def execute_async(
     settings: ScrapeSettings | None = None,
     session: aiohttp.ClientSession | None = None,
     on_step: StepCallback | None = None,
+    before_write: Callable[[str], None] | None = None,
     requires: Sequence[str] = (),
     step_requires: Mapping[str, Sequence[str]] | None = None,
     max_age_seconds: float | None = None,
@@ -122,6 +123,8 @@ async def execute_async(
         settings: request limits and retry policy (defaults: see `ScrapeSettings`).
         session: an aiohttp session to use instead of a new one (then it is not closed here).
         on_step: called with a `StepResult` after every step of every task (and skips).
+        before_write: called with a task's key before each write of its status file (a
+            journaled `Ledger`'s `announce`).
         requires: executors that must have succeeded before this chain runs for a task (a
             step is also re-run when one of them ran after it: its output would be stale).
         step_requires: per executor name, the executors its output is built from (default:
@@ -184,6 +187,7 @@ async def execute_async(
             executors,
             context,
             on_step=on_step,
+            before_write=before_write,
             locks=locks,
             deadlines=deadlines,
             requires=requires,

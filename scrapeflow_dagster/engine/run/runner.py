@@ -16,7 +16,7 @@ the status file holds it.
 """
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import aiohttp
@@ -90,6 +90,7 @@ class Runner:
         context: Context,
         *,
         on_step: StepCallback | None,
+        before_write: Callable[[str], None] | None = None,
         locks: TaskLocks,
         deadlines: StepDeadlines,
         requires: Sequence[str] = (),
@@ -109,6 +110,7 @@ class Runner:
         ]
         self.context = context
         self.on_step = on_step
+        self.before_write = before_write
         self.locks = locks
         self.deadlines = deadlines
         self.forced = set(context.forced_executors)
@@ -238,7 +240,7 @@ class Runner:
         attempts = int(output.get("attempts", 1))
         record_success(status, name, output, ended=ended, attempts=attempts)
         if not save_later:
-            write_status(self.context.dir, key, status)
+            self._write(key, status)
             self._emit_held(held)
         if self.on_step is None:
             return True
@@ -261,6 +263,12 @@ class Runner:
         else:
             self.on_step(result)
         return True
+
+    def _write(self, key: str, status: StatusData) -> None:
+        """Save `key`'s status file, said first to `before_write` (a run's Ledger journal)."""
+        if self.before_write is not None:
+            self.before_write(key)
+        write_status(self.context.dir, key, status)
 
     def _emit_held(self, held: list[StepResult]) -> None:
         """Report the outcomes saved with the step that just wrote the status file."""
@@ -293,7 +301,7 @@ class Runner:
             attempts=attempts,
             proxy=proxy,
         )
-        write_status(self.context.dir, key, status)
+        self._write(key, status)
         self._emit_held(held)
         self._emit(
             StepResult(

@@ -219,7 +219,11 @@ async def run_chain(
     reports = {executor_name(e): StepReport(executor=executor_name(e)) for e in executors}
     # Spool every 1,000 rows: a killed run loses at most that many DuckDB rows (the status
     # files still have them; `scrapeflow db rebuild` restores them).
-    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000)
+    # Journaled: `scrapeflow status` then reads the files this run's unspooled rows lag behind
+    # without a `stat` of every status file (`open_markers`).
+    ledger = Ledger(
+        layout.db_path, spool_dir=layout.spool_dir, run_id=run_id, batch_rows=1000, journal=True
+    )
     with ledger:
         for executor in executors:
             declared = declared_output(executor)
@@ -258,6 +262,7 @@ async def run_chain(
             proxy_provider=proxy_provider,
             settings=settings,
             on_step=on_step,
+            before_write=ledger.announce,
             requires=requires,
             step_requires=step_requires,
             max_age_seconds=max_age_seconds,

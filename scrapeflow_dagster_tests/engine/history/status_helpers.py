@@ -38,8 +38,9 @@ class Step:
 
 
 def play_step(layout: DataLayout, ledger: Ledger, step: Step) -> None:
-    """Write the step's outcome into its task's status file, then record its row (the runner's
-    order: a step reaches the Ledger only once its status file holds it)."""
+    """Name the key in the Ledger's journal, write the step's outcome into its task's status
+    file, then record its row (the runner's order: a step reaches the Ledger only once its
+    status file holds it)."""
     status = load_status(layout.status_dir, step.key)
     assert status is not None, step.key
     started = now()
@@ -59,6 +60,7 @@ def play_step(layout: DataLayout, ledger: Ledger, step: Step) -> None:
             ended=ended,
             attempts=1,
         )
+    ledger.announce(step.key)  # nothing where the Ledger keeps no journal
     write_status(layout.status_dir, step.key, status)
     ledger.record_step(
         StepRow(
@@ -102,11 +104,14 @@ def duckdb_alone(layout: DataLayout) -> dict[str, dict[str, int]]:
 CHILD = "scrapeflow_dagster_tests.engine.history.status_child"
 
 
-def start_child(layout: DataLayout, steps: list[Step], *, batch_rows: int) -> subprocess.Popen:
-    """A process that plays `steps` through its own Ledger, says `ready` and then waits (its
-    unflushed rows buffered) until its stdin closes, when it closes its Ledger."""
+def start_child(
+    layout: DataLayout, steps: list[Step], *, batch_rows: int, journal: bool = False
+) -> subprocess.Popen:
+    """A process that plays `steps` through its own Ledger (journaled as a run's, with
+    `journal`), says `ready` and then waits (its unflushed rows buffered) until its stdin
+    closes, when it closes its Ledger."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", CHILD, str(layout.root), str(batch_rows)],
+        [sys.executable, "-m", CHILD, str(layout.root), str(batch_rows), str(int(journal))],
         cwd=REPO_ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

@@ -88,3 +88,51 @@ def test_markers_of_gone_processes_are_dead_those_of_other_hosts_are_not(tmp_pat
         "elsewhere": False,  # cannot be checked from here
     }
     assert found["elsewhere"].elsewhere and found["mine"].since == 3.0
+
+
+def test_a_journal_names_the_keys_of_its_batch_and_the_one_before(db_path: Path) -> None:
+    ledger = Ledger(db_path, batch_rows=2, journal=True)
+    [created] = read_markers(ledger.spool_dir)
+    assert created.keys == frozenset()
+    for key in ("a", 'we"ird,\nkey'):
+        ledger.announce(key)
+        ledger.record_step(step(key, 0))  # the second fills the batch: spooled
+    ledger.announce("c")
+    assert read_markers(ledger.spool_dir)[0].keys == {"a", 'we"ird,\nkey', "c"}
+
+    ledger.record_step(step("c", 0))
+    ledger.announce("d")
+    ledger.record_step(step("d", 0))  # the second batch spooled: the first's keys go
+    ledger.announce("e")
+    assert read_markers(ledger.spool_dir)[0].keys == {"c", "d", "e"}
+    assert len(list(open_dir(ledger.spool_dir).glob("*.keys"))) == 2
+
+    ledger.close(sync=False)
+    assert list(open_dir(ledger.spool_dir).iterdir()) == []  # marker and journal files
+    ledger.announce("f")  # a run going on after close: marked and journaled again
+    assert read_markers(ledger.spool_dir)[0].keys == {"f"}
+    ledger.close(sync=False)
+    assert list(open_dir(ledger.spool_dir).iterdir()) == []
+
+
+def test_a_ledger_without_a_journal_ignores_announcements(db_path: Path) -> None:
+    ledger = Ledger(db_path)
+    ledger.announce("a")
+    [marker] = read_markers(ledger.spool_dir)
+    assert marker.keys is None  # taken by its time
+    assert [p.suffix for p in open_dir(ledger.spool_dir).iterdir()] == [".json"]
+    ledger.close(sync=False)
+
+
+def test_a_journal_read_mid_write_gone_or_misnamed_is_read_safely(tmp_path: Path) -> None:
+    folder = open_dir(tmp_path)
+    folder.mkdir(parents=True)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "since": 1.0}
+    (folder / "m-0.keys").write_bytes(b'"a"\n"b"\n"c-being-wri')  # a line still being written
+    (folder / "m.json").write_bytes(orjson.dumps({**me, "journal": ["gone.keys", "m-0.keys"]}))
+    (folder / "bad.json").write_bytes(orjson.dumps({**me, "journal": ["../m-0.keys"]}))
+
+    found = {m.path.stem: m for m in read_markers(tmp_path)}
+
+    assert found["m"].keys == {"a", "b"}  # the removed oldest file read as empty
+    assert found["bad"].keys is None  # a journal it cannot have: taken by its time

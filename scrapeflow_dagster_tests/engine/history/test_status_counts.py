@@ -2,12 +2,16 @@
 file says, after a run, while a run holds rows unspooled, after one was SIGKILLed (then DuckDB
 is repaired and the marker gone), and while another process holds DuckDB."""
 
+import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
@@ -16,7 +20,9 @@ from scrapeflow_dagster.engine.history.open_markers import open_dir, read_marker
 from scrapeflow_dagster.engine.history.sync import sync_spool
 from scrapeflow_dagster.engine.run.step import run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.state.schema import is_success
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query, release
 from scrapeflow_dagster_tests.engine.history.status_helpers import (
@@ -91,10 +97,13 @@ async def test_after_a_run_duckdb_alone_answers_exactly(site: LocalSite, tmp_pat
     assert count_statuses(layout, from_files=True).counts == counts.counts
 
 
-def test_a_live_run_with_unflushed_rows_is_counted_from_its_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("journal", [False, True], ids=["by time", "journaled"])
+def test_a_live_run_with_unflushed_rows_is_counted_from_its_files(
+    tmp_path: Path, journal: bool
+) -> None:
     layout = ran_once(tmp_path, 40)
-    child = start_child(layout, flips(range(25)), batch_rows=10)  # 20 spooled, 5 buffered
-    try:
+    child = start_child(layout, flips(range(25)), batch_rows=10, journal=journal)
+    try:  # 20 rows spooled, 5 buffered
         sync_spool(layout.db_path, layout.spool_dir)
         assert duckdb_alone(layout) != reference(layout)  # DuckDB alone misses the buffered 5
 
@@ -102,22 +111,84 @@ def test_a_live_run_with_unflushed_rows_is_counted_from_its_files(tmp_path: Path
 
         assert counts.counts == reference(layout)
         assert counts.source == "duckdb" and counts.repaired_step_rows == 0
-        assert counts.files_read == 25  # the files changed since the run's marker
-        assert len(markers_left(layout)) == 1  # the live run's, left alone
+        [marker] = read_markers(layout.spool_dir)  # the live run's, left alone
+        if journal:
+            # The files its journal names: the buffered batch's 5 and the spooled one's before
+            # them (t10-t19), not the first batch's, older than that.
+            assert marker.keys == {f"t{n:02d}" for n in range(10, 25)}
+            assert counts.files_read == 15
+        else:
+            assert marker.keys is None
+            assert counts.files_read == 25  # the files changed since the run's marker
     finally:
         assert child.stdin is not None
         child.stdin.close()
         assert child.wait(timeout=30) == 0
     after = count_statuses(layout)
     assert after.counts == reference(layout) and after.files_read == 0
-    assert markers_left(layout) == []
+    assert list(open_dir(layout.spool_dir).iterdir()) == []
 
 
-def test_after_a_sigkill_the_lost_rows_are_repaired_and_the_marker_removed(
+def test_a_run_without_a_journal_beside_a_journaled_one_makes_status_look_by_time(
     tmp_path: Path,
 ) -> None:
     layout = ran_once(tmp_path, 40)
-    child = start_child(layout, flips(range(25)), batch_rows=10)
+    journaled = start_child(layout, flips(range(10)), batch_rows=100, journal=True)
+    older = start_child(layout, flips(range(20, 30)), batch_rows=100)  # an older version's
+    try:
+        counts = count_statuses(layout)
+
+        assert counts.counts == reference(layout)
+        assert counts.files_read == 20  # every file changed since the older marker's time
+    finally:
+        for child in (journaled, older):
+            assert child.stdin is not None
+            child.stdin.close()
+            assert child.wait(timeout=30) == 0
+
+
+async def test_a_run_names_each_status_file_in_its_journal_before_writing_it(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    fast = [f"p{n}" for n in range(6)]
+    keys = add_task_file(
+        layout, [f"{key},{site.url(f'/page/{n}')}" for n, key in enumerate(fast)]
+        + [f"slow,{site.url('/slow/60')}"]
+    )  # fmt: skip
+    settings = ScrapeSettings(request_timeout_seconds=120.0)
+    run = asyncio.create_task(run_step(layout, scrape, keys, settings=settings))
+    try:
+        while not all(scraped(layout, key) for key in fast):  # the slow page still in flight
+            assert not run.done(), run
+            await asyncio.sleep(0.05)
+        assert duckdb_alone(layout) != reference(layout)  # the run's rows are all buffered
+
+        counts = await asyncio.to_thread(count_statuses, layout)
+
+        assert counts.counts == reference(layout)
+        assert counts.counts["scrape"]["SUCCESS"] == 6 and counts.files_read == 6
+        [marker] = read_markers(layout.spool_dir)
+        assert marker.keys == set(fast)
+    finally:
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+    assert markers_left(layout) == []
+
+
+def scraped(layout: DataLayout, key: str) -> bool:
+    """Whether `key`'s status file holds a finished `scrape` step."""
+    status = load_status(layout.status_dir, key)
+    return bool(status) and is_success(status, "scrape")
+
+
+@pytest.mark.parametrize("journal", [False, True], ids=["by time", "journaled"])
+def test_after_a_sigkill_the_lost_rows_are_repaired_and_the_marker_removed(
+    tmp_path: Path, journal: bool
+) -> None:
+    layout = ran_once(tmp_path, 40)
+    child = start_child(layout, flips(range(25)), batch_rows=10, journal=journal)
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
     assert len(markers_left(layout)) == 1
@@ -126,7 +197,7 @@ def test_after_a_sigkill_the_lost_rows_are_repaired_and_the_marker_removed(
 
     assert counts.counts == reference(layout)
     assert counts.repaired_step_rows == 5  # the buffered rows; the spooled 20 were synced
-    assert markers_left(layout) == []
+    assert list(open_dir(layout.spool_dir).iterdir()) == []  # its journal files too
     assert duckdb_alone(layout) == reference(layout)  # DuckDB itself agrees again
     again = count_statuses(layout)
     assert again.counts == reference(layout) and again.files_read == 0
