@@ -63,7 +63,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
     partitions: TaskPartitions | None = None
     stored = stored_keys(layout.status_dir)
     try:
-        with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        with Ledger(layout.db_path, spool_dir=layout.spool_dir, keep_marker=False) as ledger:
             for name in args.files:
                 path = Path(name)
                 items = with_options(progress.file_lines(read_task_file(path), path), options)

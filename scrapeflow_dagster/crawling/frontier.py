@@ -36,7 +36,7 @@ def take_in(
         streamed_by: the run whose pass takes the new tasks in (`discover`).
         memo: what the caller's earlier discoveries read (`discover`).
     """
-    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, keep_marker=False)
     try:
         return discover(
             layout,

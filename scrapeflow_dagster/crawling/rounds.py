@@ -200,7 +200,7 @@ def sync_quietly(layout: DataLayout) -> None:
     run took it all as it ended) opens nothing."""
     if layout.db_path.exists() and not spool_files(layout.spool_dir):
         return
-    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, keep_marker=False)
     ledger.close(lock_timeout_seconds=SYNC_LOCK_TIMEOUT_SECONDS)
 
 

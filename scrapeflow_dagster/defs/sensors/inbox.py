@@ -95,7 +95,7 @@ def build_inbox_sensor(
         layout = status_store.layout()
         instance = context.instance
         said: list[str] = []  # what this tick did, for the skip reason when it asks for no run
-        with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        with Ledger(layout.db_path, spool_dir=layout.spool_dir, keep_marker=False) as ledger:
             for taken in take_waiting_files(
                 layout,
                 ledger=ledger,

@@ -161,7 +161,7 @@ def add_seeds(
     keys: list[str] = []
     updated: list[str] = []
     errors: list[LineError] = []
-    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir)
+    ledger = Ledger(layout.db_path, spool_dir=layout.spool_dir, keep_marker=False)
     try:
         for items in sources:
             report = add_tasks(

@@ -70,7 +70,9 @@ class Ledger:
             run_id: Recorded on step rows that carry no run id of their own.
             batch_rows: Rows buffered in memory before they are written to a spool file.
             keep_marker: False for a Ledger that records no step rows (tasks, frontier): no
-                marker is written until a step row is (a file creation saved, ~1 ms on disk).
+                marker is written until a step row is (a file creation saved, ~1 ms on disk,
+                and `scrapeflow status` meanwhile need not look for changed status files:
+                task rows change no step's outcome, and new tasks show in the folder's count).
             journal: The caller names each status file in `announce` before writing it, so
                 the marker lists the files its rows may lag behind (`open_markers`) and
                 `scrapeflow status` reads those without a `stat` of every file. Without
@@ -98,6 +100,9 @@ class Ledger:
         # DuckDB. (Made at the first step row instead, a kill between that step's status file
         # and its row would leave no trace.)
         self._marker = LedgerMarker(self.spool_dir, journal=journal)
+        # Keys named in the journal whose step row has not been recorded yet: the marker stays
+        # through `close` while there are any (a reader must still read their files).
+        self._pending: dict[str, int] = {}
         self._batch_started = time.time()
         if keep_marker:
             self._marker.hold(self._batch_started)
@@ -123,6 +128,11 @@ class Ledger:
             OSError: when a due spool file cannot be written (the rows stay buffered).
         """
         self._append(step_line, row, step=True)
+        if self._pending:
+            with self._lock:
+                left = self._pending.pop(row.key, 0) - 1
+                if left > 0:
+                    self._pending[row.key] = left
 
     def record_output(self, row: OutputRow) -> None:
         """Buffer a successful step's output for the `outputs` table (record its step row
@@ -171,7 +181,19 @@ class Ledger:
         with self._lock:
             if not self._marker.held:  # after `close`, or made without a marker
                 self._marker.hold(self._batch_started)
-            self._marker.announce(keys)
+            for key in keys:
+                self._pending[key] = self._pending.get(key, 0) + 1
+            try:
+                self._marker.announce(keys)
+            except OSError:
+                # Taken by its time from now on (as a Ledger without a journal): slower to
+                # read, still right. Raised only when even that cannot be written.
+                logger.warning(
+                    "ledger journal of %s not written: its marker is taken by time",
+                    self._marker.path,
+                    exc_info=True,
+                )
+                self._marker.drop_journal()
 
     def flush(self) -> Path | None:
         """Write the buffered rows to one new spool file, atomically.
@@ -221,7 +243,9 @@ class Ledger:
         """
         self.flush()
         with self._lock:
-            if not self._buffer:  # a thread may have recorded a row since the flush
+            # A thread may have recorded a row since the flush, or named a file whose row is
+            # still to come: the marker then stays (its journal names that file).
+            if not self._buffer and not self._pending:
                 self._marker.release()
         if not sync:
             return None

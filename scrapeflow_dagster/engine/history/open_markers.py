@@ -30,6 +30,7 @@ unreadable one is taken by its time, as before. A journal file gone when read wa
 removed after its rows were spooled: the reader's sync, after it, takes them.
 """
 
+import contextlib
 import functools
 import glob
 import logging
@@ -112,9 +113,15 @@ class LedgerMarker:
         """
         if since == self.since:
             return  # already says so: no write
-        if self.journal and self._fd is None:
+        opened = self.journal and self._fd is None
+        if opened:
             self._open_journal()
-        self._write(since)
+        try:
+            self._write(since)
+        except OSError:
+            if opened:  # not listed anywhere: nothing may go there
+                self._close_journals()
+            raise
 
     def rotate(self, since: float) -> None:
         """After a flush: start the next batch's journal file, move the marker to `since` and
@@ -151,7 +158,27 @@ class LedgerMarker:
             OSError: when the journal cannot be written.
         """
         assert self._fd is not None, "announce on a marker without an open journal"
-        os.write(self._fd, b"".join(orjson.dumps(key) + b"\n" for key in keys))
+        data = memoryview(b"".join(orjson.dumps(key) + b"\n" for key in keys))
+        while data:  # a short write (a full disk) goes on where it stopped, or raises
+            data = data[os.write(self._fd, data) :]
+
+    def drop_journal(self) -> None:
+        """Keep no journal from now on: the marker is rewritten without one (taken by its
+        time, as an older version's), after the journal could not be written.
+
+        Raises:
+            OSError: when the marker cannot be rewritten either.
+        """
+        if not self.journal:
+            return
+        self.journal = False
+        if self.since is not None:
+            try:
+                self._write(self.since)  # before the files go: a reader must not trust them
+            except OSError:
+                self.journal = True  # the marker on disk still lists them
+                raise
+        self._close_journals()
 
     def release(self) -> None:
         """Remove the marker: everything its Ledger recorded is in the spool.
@@ -161,10 +188,14 @@ class LedgerMarker:
         """
         if self.since is None:
             return
+        self._close_journals()  # first: a kill between leaves a marker, never a lone journal
         self.path.unlink(missing_ok=True)
         self.since = None
+
+    def _close_journals(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
+            with contextlib.suppress(OSError):  # a failing disk's error: the file goes anyway
+                os.close(self._fd)
             self._fd = None
         for journal in self._journals:
             journal.unlink(missing_ok=True)
@@ -244,10 +275,38 @@ def remove_marker(marker: OpenMarker) -> None:
     Raises:
         OSError: when one exists but cannot be removed.
     """
-    marker.path.unlink(missing_ok=True)
     stem = marker.path.name[: -len(MARKER_SUFFIX)]
     for journal in marker.path.parent.glob(f"{glob.escape(stem)}.*{JOURNAL_SUFFIX}"):
         journal.unlink(missing_ok=True)
+    marker.path.unlink(missing_ok=True)
+
+
+def sweep_orphan_journals(spool_dir: Path) -> int:
+    """Remove journal files whose marker is gone and whose process (this host's, by the pid
+    their name starts with) no longer runs: left by a process killed while it released its
+    marker. A live process's file is never touched (it opens its journal just before it
+    first writes the marker that lists it). Returns how many were removed.
+
+    Raises:
+        OSError: when the folder exists but cannot be listed.
+    """
+    folder = open_dir(spool_dir)
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return 0
+    markers = {name[: -len(MARKER_SUFFIX)] for name in names if name.endswith(MARKER_SUFFIX)}
+    removed = 0
+    for name in names:
+        if not name.endswith(JOURNAL_SUFFIX) or name.startswith("."):
+            continue
+        stem = name[: -len(JOURNAL_SUFFIX)].rpartition(".")[0]
+        pid = stem.partition("-")[0]
+        if stem in markers or not pid.isdigit() or process_alive(int(pid)):
+            continue
+        (folder / name).unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 def rewrite_since(marker: OpenMarker, since: float) -> None:
@@ -322,13 +381,17 @@ def _read_journal(folder: Path, names: object) -> frozenset[str] | None:
         except OSError:
             logger.warning("ledger journal %s unreadable: its marker taken by time", name)
             return None
-        for line in raw.split(b"\n"):
+        *lines, last = raw.split(b"\n")  # `last`: b"", or a line still being written
+        for line in lines:
             try:
                 key = orjson.loads(line)
             except orjson.JSONDecodeError:
-                continue  # the last line, still being written: its status file is not yet
-            if isinstance(key, str):
-                keys.add(key)
+                key = None
+            if not isinstance(key, str):
+                logger.warning("ledger journal %s has a bad line: its marker taken by time", name)
+                return None
+            keys.add(key)
+        # A line still being written names a file not yet written (announced first): left out.
     return frozenset(keys)
 
 

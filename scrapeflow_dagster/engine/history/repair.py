@@ -80,6 +80,7 @@ def repair_dead_markers(
     changed: Mapping[str, int],
     *,
     margin_seconds: float,
+    is_dead: Mapping[Path, bool] | None = None,
 ) -> tuple[int, RepairResult] | None:
     """Record again what the runs of dead markers lost, then remove those markers.
 
@@ -94,6 +95,8 @@ def repair_dead_markers(
         changed: Key -> modification time (Unix ns) of each status file changed since the
             oldest marker's time less `margin_seconds`.
         margin_seconds: How far before a marker's time files may have been written.
+        is_dead: Per marker path, whether its process is gone, as the caller found it when
+            it chose which files to look at (default: asked here).
 
     Returns:
         How many markers were dead and what the repair did; None when none was.
@@ -102,7 +105,8 @@ def repair_dead_markers(
         duckdb.Error: when the database fails (the markers are then kept).
         OSError: when a marker cannot be removed or rewritten.
     """
-    is_dead = {m.path: m.is_dead() for m in markers}  # asked once: a process may end meanwhile
+    if is_dead is None:  # asked once: a process may end meanwhile
+        is_dead = {m.path: m.is_dead() for m in markers}
     dead = [m for m in markers if is_dead[m.path]]
     if not dead:
         return None

@@ -35,7 +35,12 @@ from scrapeflow_dagster.engine.history.connection import (
     connect_read_write,
     connect_readonly,
 )
-from scrapeflow_dagster.engine.history.open_markers import OpenMarker, open_dir, read_markers
+from scrapeflow_dagster.engine.history.open_markers import (
+    OpenMarker,
+    open_dir,
+    read_markers,
+    sweep_orphan_journals,
+)
 from scrapeflow_dagster.engine.history.repair import repair_dead_markers
 from scrapeflow_dagster.engine.history.spool import bad_spool_files, spool_files, step_keys
 from scrapeflow_dagster.engine.history.status_folder import (
@@ -128,11 +133,15 @@ def count_statuses(
         OSError: when the status folder cannot be listed or a file cannot be read.
     """
     markers = read_markers(layout.spool_dir)  # before the sync: see `open_markers`
+    # Asked once: a run dying later in this call is repaired by the next one, from its time
+    # (its journal, read before it died, may lack what it wrote after).
+    dead = {m.path: m.is_dead() for m in markers}
     if open_dir(layout.spool_dir).is_dir():
         sweep_stale_temp_files(open_dir(layout.spool_dir))
+        sweep_orphan_journals(layout.spool_dir)
     notes: list[str] = []
     cutoff = min(m.since for m in markers) - margin_seconds if markers else None
-    named = _journaled_keys(markers)
+    named = _journaled_keys(markers, dead)
     no_duckdb = not layout.db_path.exists() and not spool_files(layout.spool_dir)
     if from_files or no_duckdb:
         found = _from_files(layout.status_dir, list_status_folder(layout.status_dir), notes)
@@ -158,16 +167,19 @@ def count_statuses(
             conn.execute("SET memory_limit = '1GB'")
             conn.execute(_CURRENT_SQL, [WHITESPACE])
             return _from_duckdb(
-                conn, writable, layout, markers, listed.result(), margin_seconds, notes
+                conn, writable, layout, markers, dead, listed.result(), margin_seconds, notes
             )
         finally:
             conn.close()
 
 
-def _journaled_keys(markers: list[OpenMarker]) -> frozenset[str] | None:
-    """The keys the journals of `markers` name when every marker is live and keeps one;
-    else None (the files changed since the oldest marker's time are found by `stat`)."""
-    if not markers or any(m.keys is None or m.is_dead() for m in markers):
+def _journaled_keys(markers: list[OpenMarker], dead: dict[Path, bool]) -> frozenset[str] | None:
+    """The keys the journals of `markers` name when every marker is live, of this host and
+    keeps one; else None (the files changed since the oldest marker's time are found by
+    `stat`). Another host's journal is not trusted: its appends may sit in that host's
+    cache while the status files it renamed reach a shared folder, and it cannot be told
+    dead."""
+    if not markers or any(m.keys is None or dead[m.path] or m.elsewhere for m in markers):
         return None
     return frozenset().union(*(m.keys for m in markers if m.keys is not None))
 
@@ -207,6 +219,7 @@ def _from_duckdb(
     writable: bool,
     layout: DataLayout,
     markers: list[OpenMarker],
+    dead: dict[Path, bool],
     listing: FolderListing,
     margin_seconds: float,
     notes: list[str],
@@ -228,7 +241,9 @@ def _from_duckdb(
         _register_keys(conn, "status_files", listing.keys())
         unknown = conn.execute("SELECT key FROM status_files ANTI JOIN tasks USING (key)")
         suspects |= {str(key) for (key,) in unknown.fetchall()}
-    repaired = _repair(conn, layout, markers, listing, margin_seconds, notes) if writable else 0
+    repaired = (
+        _repair(conn, layout, markers, dead, listing, margin_seconds, notes) if writable else 0
+    )
     tally = _Tally()
     _add_duckdb_counts(conn, tally, suspects, restrict=restrict)
     read = read_labels(layout.status_dir, sorted(suspects))
@@ -272,19 +287,25 @@ def _repair(
     conn: duckdb.DuckDBPyConnection,
     layout: DataLayout,
     markers: list[OpenMarker],
+    dead: dict[Path, bool],
     listing: FolderListing,
     margin_seconds: float,
     notes: list[str],
 ) -> int:
     """`repair_dead_markers`, said in a note; returns the step runs appended."""
     found = repair_dead_markers(
-        conn, layout.status_dir, markers, listing.changed, margin_seconds=margin_seconds
+        conn,
+        layout.status_dir,
+        markers,
+        listing.changed,
+        margin_seconds=margin_seconds,
+        is_dead=dead,
     )
     if found is None:
         return 0
-    dead, result = found
+    killed, result = found
     notes.append(
-        f"{_plural(dead, 'ledger')} of killed runs: "
+        f"{_plural(killed, 'ledger')} of killed runs: "
         f"{_plural(result.files_read, 'status file')} read, "
         f"{_plural(result.step_rows_inserted, 'step run')} recorded again into DuckDB"
     )

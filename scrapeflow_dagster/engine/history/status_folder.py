@@ -95,7 +95,8 @@ def _modified(status_dir: Path, keys: Iterable[str]) -> dict[str, int]:
         if not key or key[0] == "." or "/" in key or "\0" in key:
             continue  # no status file has such a name (a journal's key is not trusted)
         try:
-            found[key] = os.stat(os.path.join(status_dir, key + STATUS_SUFFIX)).st_mtime_ns
+            path = os.path.join(status_dir, key + STATUS_SUFFIX)
+            found[key] = os.stat(path, follow_symlinks=False).st_mtime_ns
         except FileNotFoundError:
             continue
     return found

@@ -15,6 +15,7 @@ from scrapeflow_dagster.engine.history.open_markers import (
     open_dir,
     process_start_ticks,
     read_markers,
+    sweep_orphan_journals,
 )
 from scrapeflow_dagster_tests.engine.history.helpers import step
 
@@ -107,10 +108,12 @@ def test_a_journal_names_the_keys_of_its_batch_and_the_one_before(db_path: Path)
     assert read_markers(ledger.spool_dir)[0].keys == {"c", "d", "e"}
     assert len(list(open_dir(ledger.spool_dir).glob("*.keys"))) == 2
 
+    ledger.record_step(step("e", 0))
     ledger.close(sync=False)
     assert list(open_dir(ledger.spool_dir).iterdir()) == []  # marker and journal files
     ledger.announce("f")  # a run going on after close: marked and journaled again
     assert read_markers(ledger.spool_dir)[0].keys == {"f"}
+    ledger.record_step(step("f", 0))
     ledger.close(sync=False)
     assert list(open_dir(ledger.spool_dir).iterdir()) == []
 
@@ -136,3 +139,56 @@ def test_a_journal_read_mid_write_gone_or_misnamed_is_read_safely(tmp_path: Path
 
     assert found["m"].keys == {"a", "b"}  # the removed oldest file read as empty
     assert found["bad"].keys is None  # a journal it cannot have: taken by its time
+
+
+def test_a_journal_that_cannot_be_written_leaves_a_marker_taken_by_time(db_path: Path) -> None:
+    ledger = Ledger(db_path, journal=True)
+    ledger.announce("a")
+    ledger.record_step(step("a", 0))
+    fd = ledger._marker._fd
+    assert fd is not None
+    full = os.open("/dev/full", os.O_WRONLY)  # every write: ENOSPC, as a full disk
+    os.dup2(full, fd)
+    os.close(full)
+
+    ledger.announce("b")  # logged, not raised: the status file may still be written
+
+    [marker] = read_markers(ledger.spool_dir)
+    assert marker.keys is None  # taken by its time from now on
+    assert [p.suffix for p in open_dir(ledger.spool_dir).iterdir()] == [".json"]
+    ledger.record_step(step("b", 0))
+    ledger.close(sync=False)
+    assert list(open_dir(ledger.spool_dir).iterdir()) == []
+
+
+def test_a_key_named_after_the_last_flush_keeps_the_marker_through_close(db_path: Path) -> None:
+    ledger = Ledger(db_path, journal=True)
+    ledger.record_step(step("a", 0))
+    ledger.announce("b")  # its file written, its row still to come (another thread)
+
+    ledger.close(sync=False)
+
+    [marker] = read_markers(ledger.spool_dir)
+    assert marker.keys == {"b"}  # a reader still reads b's file
+    ledger.record_step(step("b", 0))
+    ledger.close(sync=False)
+    assert list(open_dir(ledger.spool_dir).iterdir()) == []
+
+
+def test_journals_left_by_killed_processes_are_swept_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,
+                          capture_output=True, check=True)  # fmt: skip
+    folder = open_dir(tmp_path)
+    folder.mkdir(parents=True)
+    orphan = folder / f"{int(gone.stdout)}-abc.3.keys"  # its marker removed, then killed
+    opening = folder / f"{os.getpid()}-def.0.keys"  # a live Ledger about to list it
+    listed = folder / f"{int(gone.stdout)}-ghi.0.keys"  # a dead marker's: repair removes it
+    for path in (orphan, opening, listed):
+        path.write_bytes(b'"k"\n')
+    (folder / f"{int(gone.stdout)}-ghi.json").write_bytes(b"{}")
+
+    assert sweep_orphan_journals(tmp_path) == 1
+
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [opening.name, listed.name, f"{int(gone.stdout)}-ghi.json"]
+    )

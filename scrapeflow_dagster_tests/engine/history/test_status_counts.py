@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 
 from scrapeflow_dagster.engine.executors.pages import pages
@@ -18,11 +19,12 @@ from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.history import Ledger, count_statuses, rebuild_from_status_dir
 from scrapeflow_dagster.engine.history.open_markers import open_dir, read_markers
 from scrapeflow_dagster.engine.history.sync import sync_spool
+from scrapeflow_dagster.engine.run.execute import execute_async
 from scrapeflow_dagster.engine.run.step import run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.state.schema import is_success
+from scrapeflow_dagster.engine.state.schema import has_run, is_success
 from scrapeflow_dagster.site.server import LocalSite
 from scrapeflow_dagster_tests.engine.history.helpers import query, release
 from scrapeflow_dagster_tests.engine.history.status_helpers import (
@@ -175,6 +177,43 @@ async def test_a_run_names_each_status_file_in_its_journal_before_writing_it(
         with contextlib.suppress(asyncio.CancelledError):
             await run
     assert markers_left(layout) == []
+
+
+async def test_the_runner_names_a_status_file_before_it_writes_it(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    rows = [f"p{n},{site.url(f'/page/{n}')}" for n in range(4)]
+    rows.append(f"gone,{site.url('/status/404')}")
+    keys = add_task_file(layout, rows)
+    seen: dict[str, bool] = {}
+
+    def before_write(key: str) -> None:  # what the file holds when its key is named
+        status = load_status(layout.status_dir, key)
+        seen[key] = status is not None and has_run(status, "scrape")
+
+    await execute_async([scrape], layout.status_dir, keys, before_write=before_write)
+
+    assert seen == dict.fromkeys(keys, False)  # each named once, before its outcome was saved
+    assert all(scraped(layout, key) for key in keys[:4]) and not scraped(layout, "gone")
+
+
+def test_a_journal_of_another_host_is_not_trusted(tmp_path: Path) -> None:
+    layout = ran_once(tmp_path, 40)
+    child = start_child(layout, flips(range(25)), batch_rows=10, journal=True)
+    try:
+        [marker] = read_markers(layout.spool_dir)
+        data = orjson.loads(marker.path.read_bytes())
+        marker.path.write_bytes(orjson.dumps({**data, "host": "another-host"}))  # shared folder
+
+        counts = count_statuses(layout)
+
+        assert counts.counts == reference(layout)
+        assert counts.files_read == 25  # by its time, as a marker without a journal
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        assert child.wait(timeout=30) == 0
 
 
 def scraped(layout: DataLayout, key: str) -> bool:
