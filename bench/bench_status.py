@@ -6,6 +6,7 @@ against the old summary that read every status file.
     .venv/bin/python -m bench.bench_status --sizes 1000 --old-max-tasks 1000   # a smoke run
     .venv/bin/python -m bench.bench_status --million --keep --tmp-dir /tmp    # then, again:
     .venv/bin/python -m bench.bench_status --million --reuse /tmp/bench-status-XXXX
+    .venv/bin/python -m bench.bench_status --sizes 1000000 --history 4    # after 4 more runs
 
 Each size gets a fresh data folder, built directly (not through runs, which would take hours
 at a million): per task a status file as the engine writes it (`scrape`, then `validation` and
@@ -21,6 +22,12 @@ a body file per success, and their DuckDB rows recorded through a `Ledger` and s
   old      the summary as `scrapeflow status` printed it before (scrapeflow's `status_summary`
            over every file), up to --old-max-tasks tasks (834 s at 1,000,000 in issue 42).
 
+With --history N, N earlier runs of every step are added to DuckDB's `step_runs` first (as
+refreshes leave them: the same rows, ended N days before), and the bench times what the
+history costs: `current_state` read as kept (`engine/history/current.py`) against the window
+over every step row it replaced, the table's one-time catch-up from that history, and a sync
+of 1,000 new step rows (each ingest updates the table).
+
 Every command runs from a temp folder (Dagster reads `.env` from the working directory) and its
 table is checked against the old summary's. Peak RSS is the command's own VmHWM, sampled.
 Figures are with the files in the page cache (just written); a cold cache costs more, the old
@@ -34,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +49,7 @@ from bench.lib.homes import bench_env, make_home, temp_root
 from bench.lib.measured import Measured, run_measured
 from bench.lib.repo import PYTHON
 from bench.lib.report import machine_info, print_table, write_json
-from scrapeflow_dagster.engine.history import Ledger, StepRow, TaskRow
+from scrapeflow_dagster.engine.history import Ledger, StepRow, TaskRow, sync_spool
 from scrapeflow_dagster.engine.history.status_labels import value_label
 from scrapeflow_dagster.engine.state.atomic import create_files_atomic, json_bytes
 from scrapeflow_dagster.engine.state.files import load_status, write_status
@@ -168,12 +175,86 @@ def table_of(text: str) -> dict[tuple[str, str], int]:
     return found
 
 
-def measure_size(root: Path, tasks: int, *, rounds: int, old_max: int) -> dict[str, Any]:
+# The latest run per (key, executor) over every step row: how `current_state` was found before
+# it was kept as a table.
+FROM_HISTORY = """
+SELECT count(*) FROM (SELECT * FROM step_runs WHERE status <> 'SKIPPED'
+QUALIFY row_number() OVER (
+    PARTITION BY key, executor ORDER BY ended_at DESC NULLS LAST, seq DESC) = 1)
+"""
+
+
+def add_history(layout: DataLayout, runs: int) -> dict[str, Any]:
+    """Give every step `runs` earlier runs (a day apart, before the built one), bring
+    `current_state` up to them, and time reading it both ways and a sync of new rows."""
+    import duckdb
+
+    conn = duckdb.connect(str(layout.db_path))
+    try:
+        cols = [str(r[0]) for r in conn.execute("DESCRIBE step_runs").fetchall() if r[0] != "seq"]
+        base = conn.execute("SELECT max(seq) FROM step_runs").fetchone()
+        assert base is not None
+        for day in range(1, runs + 1):
+            shifted = [
+                f"{c} - INTERVAL {day} DAY" if c in ("started_at", "ended_at") else c for c in cols
+            ]
+            conn.execute(
+                f"INSERT INTO step_runs ({', '.join(cols)}) SELECT {', '.join(shifted)}"
+                " FROM step_runs WHERE seq <= ?",
+                [base[0]],
+            )
+        rows = conn.execute("SELECT count(*) FROM step_runs").fetchone()
+    finally:
+        conn.close()
+    started = time.perf_counter()
+    sync_spool(layout.db_path, layout.spool_dir)  # catches the table up with the history
+    catch_up = time.perf_counter() - started
+    conn = duckdb.connect(str(layout.db_path), read_only=True)
+    try:
+        timed = {}
+        for name, sql in (
+            ("table", "SELECT count(*) FROM current_state"),
+            ("window", FROM_HISTORY),
+        ):
+            started = time.perf_counter()
+            conn.execute(sql).fetchall()
+            timed[name] = time.perf_counter() - started
+    finally:
+        conn.close()
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir, batch_rows=LIVE_STEPS) as ledger:
+        long_ago = T0 - timedelta(days=runs + 1)  # older than any: no task's state changes
+        for n in range(LIVE_STEPS):
+            ledger.record_step(StepRow(f"task-{n:07d}", "scrape", "SUCCESS", ended_at=long_ago))
+        ledger.flush()
+        started = time.perf_counter()
+        ledger.sync()
+        sync_seconds = time.perf_counter() - started
+    result = {
+        "runs": runs,
+        "step_rows": int(rows[0]) if rows else 0,
+        "catch_up_seconds": catch_up,
+        "current_state_table_seconds": timed["table"],
+        "current_state_window_seconds": timed["window"],
+        "sync_1000_steps_seconds": sync_seconds,
+    }
+    print(
+        f"history: {result['step_rows']:,} step rows; current_state {timed['table']:.2f} s"
+        f" (the window over them: {timed['window']:.2f} s); the table's catch-up"
+        f" {catch_up:.1f} s; a sync of {LIVE_STEPS:,} steps {sync_seconds:.2f} s",
+        flush=True,
+    )
+    return result
+
+
+def measure_size(
+    root: Path, tasks: int, *, rounds: int, old_max: int, history: int = 0
+) -> dict[str, Any]:
     layout = DataLayout(root / f"data-{tasks}")
     built = None
     if not layout.db_path.exists():  # else a folder kept by --keep, given again by --reuse
         built = build(layout, tasks)
         print(f"{tasks:,} tasks built in {built:.1f} s", flush=True)
+    added = add_history(layout, history) if history else None
     cwd = Path(tempfile.mkdtemp(prefix="cwd-", dir=root))
     home = root / f"home-{tasks}"
     env = bench_env(home if home.is_dir() else make_home(root, home.name), layout.root)
@@ -185,7 +266,7 @@ def measure_size(root: Path, tasks: int, *, rounds: int, old_max: int) -> dict[s
         )
 
     idle = [status("status (idle)") for _ in range(rounds)]
-    result: dict[str, Any] = {"tasks": tasks, "build_seconds": built}
+    result: dict[str, Any] = {"tasks": tasks, "build_seconds": built, "history": added}
     result["idle"] = _figures(idle)
     old = None
     if tasks <= old_max:
@@ -231,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--old-max-tasks", type=int, default=100_000, help="time the old summary up to this size"
     )
+    parser.add_argument(
+        "--history", type=int, default=0, help="earlier runs of every step added to DuckDB"
+    )
     parser.add_argument("--tmp-dir", default=None, help="where the data folders go")
     parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the data folders")
@@ -243,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     kept = contextlib.nullcontext(Path(args.reuse)) if args.reuse else None
     with kept or temp_root("bench-status-", args.tmp_dir, keep=args.keep) as root:
         for tasks in sizes:
-            result = measure_size(root, tasks, rounds=args.rounds, old_max=args.old_max_tasks)
+            result = measure_size(
+                root, tasks, rounds=args.rounds, old_max=args.old_max_tasks, history=args.history
+            )
             report["sizes"].append(result)
             old = result.get("old", {}).get("seconds")
             print(

@@ -19,6 +19,7 @@ import duckdb
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import schema as sql
 from scrapeflow_dagster.engine.history.connection import LedgerLockedError, connect_read_write
+from scrapeflow_dagster.engine.history.current import ensure_current, refresh_current
 from scrapeflow_dagster.engine.history.rows import (
     OutputRow,
     PageRow,
@@ -112,6 +113,7 @@ def rebuild_from_status_dir(
             raise LedgerLockedError(f"{db_path} stayed locked for {lock_timeout_seconds} s")
         try:
             conn.execute(sql.SCHEMA_SQL)
+            ensure_current(conn)
             tasks, steps = in_transaction(conn, lambda: apply_status_rows(conn, rows_path))
         finally:
             conn.close()
@@ -283,6 +285,7 @@ def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple
     load_spool(conn, [rows_path])
     tasks = count(conn.execute(sql.UPSERT_TASKS_SQL))
     steps = count(conn.execute(sql.INSERT_DISAGREEING_STEPS_SQL))
+    refresh_current(conn)
     conn.execute(sql.UPSERT_OUTPUTS_SQL)
     conn.execute(sql.DELETE_FAILED_OUTPUTS_SQL)
     conn.execute(sql.UPSERT_EXTRACTED_SQL)

@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS step_runs (
     -- Ingest order: breaks ties between rows with the same ended_at (a rebuild row wins).
     seq BIGINT DEFAULT nextval('step_runs_seq')
 );
+-- (`step_current`, `current.py`, has these columns: a column added here is added there too.)
 
 CREATE TABLE IF NOT EXISTS pages (
     key VARCHAR PRIMARY KEY,
@@ -171,15 +172,8 @@ SELECT key, url,
     CAST(output->'revisit'->>'last_changed_at' AS TIMESTAMP) AS last_changed_at
 FROM outputs
 WHERE json_type(output->'revisit') = 'OBJECT';
-
-CREATE OR REPLACE VIEW current_state AS
-SELECT *
-FROM step_runs
-WHERE status <> 'SKIPPED'
-QUALIFY row_number() OVER (
-    PARTITION BY key, executor ORDER BY ended_at DESC NULLS LAST, seq DESC
-) = 1;
 """
+# `current_state` is a view of the table `step_current` (`current.py`), made after this.
 
 # One spool line is a task (`kind` = 't') or a step run (`kind` = 's'); `seq` is its order
 # within the writing Ledger, so "newer params win" holds inside one spool file.

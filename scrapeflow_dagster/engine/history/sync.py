@@ -17,6 +17,7 @@ import orjson
 
 from scrapeflow_dagster.engine.history import schema as sql
 from scrapeflow_dagster.engine.history.connection import connect_read_write
+from scrapeflow_dagster.engine.history.current import ensure_current, refresh_current
 from scrapeflow_dagster.engine.history.spool import default_spool_dir, quarantine, spool_files
 from scrapeflow_dagster.engine.state.schema import utc_now
 
@@ -104,6 +105,7 @@ def sync_spool_into(conn: duckdb.DuckDBPyConnection, spool_dir: Path) -> SyncRes
         duckdb.Error: for a broken database.
     """
     conn.execute(sql.SCHEMA_SQL)
+    ensure_current(conn)
     remove_joined_leftovers(spool_dir)
     with _ingest_memory(conn) as ingest_batch:
         rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir), ingest_batch)
@@ -213,6 +215,7 @@ def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int
     def work() -> int:
         rows = load_spool(conn, paths)
         conn.execute(sql.INSERT_STEPS_SQL)
+        refresh_current(conn)
         conn.execute(sql.UPSERT_TASKS_SQL)
         conn.execute(sql.UPSERT_OUTPUTS_SQL)
         conn.execute(sql.DELETE_FAILED_OUTPUTS_SQL)
