@@ -10,14 +10,27 @@ the pairs the new rows touch are ranked again from their current row and the new
 so the cost follows the rows ingested, not the history, and a reader never sees the two
 disagree. `step_current_upto` records the `step_runs` it reflects (the highest `seq`, the row
 count); a writer that opens the file first catches up with rows appended by a version that did
-not keep the table, and rebuilds it from `step_runs` when rows were removed (by hand).
+not keep the table, and rebuilds it from `step_runs` when rows were removed (by hand), when
+the table is new or its columns differ from `step_runs`' (a column added there), and in
+`scrapeflow db rebuild`. `step_runs` is append-only: a row edited in place by hand shows in
+`current_state` after `scrapeflow db rebuild`. The first catch-up of a large history holds
+DuckDB's write lock meanwhile (25 s from 13 million step rows).
 """
+
+import contextlib
 
 import duckdb
 
-STEP_CURRENT_SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS step_current AS SELECT * FROM step_runs WITH NO DATA;
-CREATE TABLE IF NOT EXISTS step_current_upto (seq BIGINT, step_rows BIGINT);
+_CREATE_SQL = """
+CREATE TABLE step_current AS SELECT * FROM step_runs WITH NO DATA;
+DELETE FROM step_current_upto;
+"""
+_UPTO_SQL = "CREATE TABLE IF NOT EXISTS step_current_upto (seq BIGINT, step_rows BIGINT)"
+_COLUMNS_SQL = """
+SELECT table_name, list(column_name || ' ' || data_type ORDER BY column_index)
+FROM duckdb_columns()
+WHERE schema_name = 'main' AND table_name IN ('step_runs', 'step_current')
+GROUP BY table_name
 """
 
 CURRENT_VIEW_SQL = """
@@ -41,9 +54,9 @@ _NEWEST_SQL = f"""
 CREATE OR REPLACE TEMP TABLE newest_steps AS
 SELECT * FROM (
     SELECT c.* FROM step_current AS c
-    SEMI JOIN fresh_steps AS f ON c.key = f.key AND c.executor = f.executor
-    UNION ALL
-    SELECT * FROM fresh_steps
+    SEMI JOIN temp.fresh_steps AS f ON c.key = f.key AND c.executor = f.executor
+    UNION ALL BY NAME
+    SELECT * FROM temp.fresh_steps
 )
 {_LATEST}
 """
@@ -52,12 +65,14 @@ SELECT * FROM (
 # a million tasks, a 64,000-row batch's refresh took 0.13 s sorted, 0.34 s not.
 _REPLACE_SQL = """
 DELETE FROM step_current AS c
-WHERE EXISTS (SELECT 1 FROM newest_steps AS n WHERE n.key = c.key AND n.executor = c.executor);
-INSERT INTO step_current SELECT * FROM newest_steps ORDER BY key, executor;
+WHERE EXISTS (
+    SELECT 1 FROM temp.newest_steps AS n WHERE n.key = c.key AND n.executor = c.executor
+);
+INSERT INTO step_current BY NAME SELECT * FROM temp.newest_steps ORDER BY key, executor;
 """
 _REBUILD_SQL = f"""
 DELETE FROM step_current;
-INSERT INTO step_current
+INSERT INTO step_current BY NAME
 SELECT * FROM (SELECT * FROM step_runs WHERE status <> 'SKIPPED' {_LATEST})
 ORDER BY key, executor;
 """
@@ -65,7 +80,7 @@ _MARK_SQL = """
 DELETE FROM step_current_upto;
 INSERT INTO step_current_upto SELECT coalesce(max(seq), -1), count(*) FROM step_runs;
 """
-_CLEAN_SQL = "DROP TABLE IF EXISTS fresh_steps; DROP TABLE IF EXISTS newest_steps"
+_CLEAN_SQL = "DROP TABLE IF EXISTS temp.fresh_steps; DROP TABLE IF EXISTS temp.newest_steps"
 
 
 def refresh_current(conn: duckdb.DuckDBPyConnection) -> None:
@@ -81,18 +96,31 @@ def refresh_current(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(_MARK_SQL)
 
 
-def ensure_current(conn: duckdb.DuckDBPyConnection) -> None:
+def ensure_current(conn: duckdb.DuckDBPyConnection, *, rebuild: bool = False) -> None:
     """Make `step_current` agree with `step_runs` and point `current_state` at it (a writer,
-    after `SCHEMA_SQL`; the file's first use by this version fills it from its history)."""
-    conn.execute(STEP_CURRENT_SCHEMA_SQL)
+    after `SCHEMA_SQL`; the file's first use by this version fills it from its history).
+
+    Args:
+        conn: A read-write connection.
+        rebuild: Rank the whole history again, whatever the table says it reflects
+            (`scrapeflow db rebuild` trusts no derived table).
+    """
+    conn.execute(_UPTO_SQL)
     conn.execute("BEGIN TRANSACTION")
     try:
+        columns = dict(conn.execute(_COLUMNS_SQL).fetchall())
+        if columns.get("step_current") != columns.get("step_runs"):  # new, or a column added
+            conn.execute("DROP TABLE IF EXISTS step_current")
+            conn.execute(_CREATE_SQL)
+        if rebuild:
+            conn.execute("DELETE FROM step_current_upto")
         if not _up_to_date(conn):
             refresh_current(conn)
         conn.execute(CURRENT_VIEW_SQL)  # in the transaction: no reader sees it lag
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended it already
+            conn.execute("ROLLBACK")
         raise
 
 

@@ -113,7 +113,7 @@ def rebuild_from_status_dir(
             raise LedgerLockedError(f"{db_path} stayed locked for {lock_timeout_seconds} s")
         try:
             conn.execute(sql.SCHEMA_SQL)
-            ensure_current(conn)
+            ensure_current(conn, rebuild=True)
             tasks, steps = in_transaction(conn, lambda: apply_status_rows(conn, rows_path))
         finally:
             conn.close()

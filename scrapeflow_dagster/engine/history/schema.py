@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS step_runs (
     -- Ingest order: breaks ties between rows with the same ended_at (a rebuild row wins).
     seq BIGINT DEFAULT nextval('step_runs_seq')
 );
--- (`step_current`, `current.py`, has these columns: a column added here is added there too.)
+-- Append-only: `step_current` (`current.py`) holds each pair's latest of these rows.
 
 CREATE TABLE IF NOT EXISTS pages (
     key VARCHAR PRIMARY KEY,

@@ -109,3 +109,39 @@ def test_a_rebuild_from_status_files_keeps_the_table(tmp_path: Path) -> None:
     assert current(layout.db_path) == from_history(layout.db_path)
     errors = query(layout.db_path, "SELECT key FROM current_state WHERE status = 'ERROR'")
     assert errors == [("t0",)]
+
+
+def test_a_column_added_to_step_runs_or_a_dropped_table_makes_it_anew(db_path: Path) -> None:
+    with Ledger(db_path) as ledger:
+        for row in random_rows(random.Random(3), 30):
+            ledger.record_step(row)
+    with duckdb.connect(str(db_path)) as conn:  # a later version's column, then more rows
+        conn.execute("ALTER TABLE step_runs ADD COLUMN worker VARCHAR")
+    with Ledger(db_path) as ledger:
+        ledger.record_step(step("k2", 8))
+    assert current(db_path) == from_history(db_path)
+    columns = query(
+        db_path, "SELECT column_name FROM duckdb_columns() WHERE table_name = 'step_current'"
+    )
+    assert ("worker",) in columns
+
+    with duckdb.connect(str(db_path)) as conn:  # a user dropping the table
+        conn.execute("DROP VIEW current_state; DROP TABLE step_current")
+    sync_spool(db_path, db_path.parent / "ledger-spool")
+    assert current(db_path) == from_history(db_path) and current(db_path)
+
+
+def test_db_rebuild_ranks_the_whole_history_again(tmp_path: Path) -> None:
+    layout = DataLayout(tmp_path / "data").ensure()
+    add_task_file(layout, [f"t{n},http://127.0.0.1:9/{n}" for n in range(4)])
+    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
+        for n in range(4):
+            play_step(layout, ledger, Step(f"t{n}"))
+    with duckdb.connect(str(layout.db_path)) as conn:  # a row edited in place, by hand
+        conn.execute("UPDATE step_runs SET status = 'SKIPPED' WHERE key = 't1'")
+    assert current(layout.db_path) != from_history(layout.db_path)  # append-only: not seen
+
+    rebuild_from_status_dir(layout.status_dir, layout.db_path)
+
+    assert current(layout.db_path) == from_history(layout.db_path)
+    assert ("t1", "scrape", "SUCCESS") in {row[:3] for row in current(layout.db_path)}
