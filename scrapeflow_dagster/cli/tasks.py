@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrapeflow_dagster.cli import common, crawl, progress, task_views
-from scrapeflow_dagster.engine.crawl.seeds import with_options
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.state.files import stored_keys
 from scrapeflow_dagster.engine.tasks.adding import AddReport, add_tasks
@@ -56,6 +55,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
     (listed once) is what remembers the keys of earlier chunks.
     """
     from scrapeflow_dagster.defs.partitions import TaskPartitions  # Dagster: ~1 s
+    from scrapeflow_dagster.engine.crawl.seeds import with_options  # see `crawl`'s imports
 
     options = crawl.crawl_options(args)
     layout = common.layout(args).ensure()
