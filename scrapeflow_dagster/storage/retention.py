@@ -322,12 +322,12 @@ def _remove_old_run_logs(
     names; returns how many runs lost their logs. Needs the storage's instance (run records)."""
     if not storage.has_instance:
         return 0
-    records = storage._instance.get_run_records(
+    # Ids, not records: a record carries its run's config and tags, and this asks for every
+    # finished run the home ever had.
+    run_ids = storage._instance.get_run_ids(
         filters=dg.RunsFilter(
             statuses=FINISHED_RUN_STATUSES,
             updated_before=ended_before.replace(tzinfo=UTC),
         )
     )
-    return sum(
-        backend.remove_run_logs(record.dagster_run.run_id, dry_run=dry_run) for record in records
-    )
+    return backend.remove_run_logs(list(run_ids), dry_run=dry_run)

@@ -22,13 +22,13 @@ MATERIALIZATION = "ASSET_MATERIALIZATION"
 OBSERVATION = "ASSET_OBSERVATION"
 PLANNED = "ASSET_MATERIALIZATION_PLANNED"
 ASSET_KINDS = (MATERIALIZATION, OBSERVATION, PLANNED)
-_KINDS_SQL = ", ".join(f"'{kind}'" for kind in ASSET_KINDS)
+KINDS_SQL = ", ".join(f"'{kind}'" for kind in ASSET_KINDS)
 
 # `{partitions}` narrows the rows to one chunk of the asset's partitions (`partitions_clause`).
 _DOOMED_CTE = f"""
 WITH candidates AS (
   SELECT id, partition, dagster_event_type AS kind, run_id FROM event_logs
-  WHERE asset_key = :asset_key AND dagster_event_type IN ({_KINDS_SQL})
+  WHERE asset_key = :asset_key AND dagster_event_type IN ({KINDS_SQL})
     AND {{partitions}} AND id <= :horizon_id
 ),
 latest AS (
@@ -109,7 +109,7 @@ DELETE FROM event_logs WHERE id IN (SELECT id FROM doomed)
 # The (asset, partition) pairs with asset events in an id window (the sensor's cursor).
 PAIRS_IN_WINDOW = f"""
 SELECT DISTINCT asset_key, partition FROM event_logs
-WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({_KINDS_SQL})
+WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({KINDS_SQL})
   AND partition IS NOT NULL AND asset_key IS NOT NULL
 """
 
@@ -117,14 +117,14 @@ WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({_KINDS_SQ
 # of the cursor's window ends, read along the primary key.
 SLICE_END = f"""
 SELECT id FROM event_logs
-WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({_KINDS_SQL})
+WHERE id > :after_id AND id <= :horizon_id AND dagster_event_type IN ({KINDS_SQL})
   AND partition IS NOT NULL AND asset_key IS NOT NULL
 ORDER BY id LIMIT 1 OFFSET :offset
 """
 
 # Whether any asset event still names the run (its FAILED state or its latest materialisation).
 RUN_REFERENCED = f"""
-SELECT 1 FROM event_logs WHERE run_id = :run_id AND dagster_event_type IN ({_KINDS_SQL}) LIMIT 1
+SELECT 1 FROM event_logs WHERE run_id = :run_id AND dagster_event_type IN ({KINDS_SQL}) LIMIT 1
 """
 
 
