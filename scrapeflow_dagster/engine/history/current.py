@@ -140,11 +140,10 @@ def _up_to_date(conn: duckdb.DuckDBPyConnection) -> bool:
 def _appended_only(conn: duckdb.DuckDBPyConnection) -> bool:
     """Whether `step_runs` only gained rows (all after the last refresh's highest seq) since
     `step_current` last reflected it."""
-    _, upto = _marks(conn)
+    (_, total), upto = _marks(conn)
     if upto is None:
         return False  # never filled: from the whole history
     seq, rows = upto
     newer = conn.execute("SELECT count(*) FROM step_runs WHERE seq > ?", [seq]).fetchone()
-    total = conn.execute("SELECT count(*) FROM step_runs").fetchone()
-    assert newer is not None and total is not None
-    return int(total[0]) == rows + int(newer[0])
+    assert newer is not None
+    return total == rows + int(newer[0])

@@ -92,14 +92,19 @@ def _modified(status_dir: Path, keys: Iterable[str]) -> dict[str, int]:
     """The modification time (Unix ns) of each of `keys`' status files that exists."""
     found = {}
     for key in keys:
-        if not key or key[0] == "." or "/" in key or "\0" in key:
-            continue  # no status file has such a name (a journal's key is not trusted)
+        if not _could_be_a_file(key):
+            continue  # a journal's key is not trusted
         try:
             path = os.path.join(status_dir, key + STATUS_SUFFIX)
             found[key] = os.stat(path, follow_symlinks=False).st_mtime_ns
         except FileNotFoundError:
             continue
     return found
+
+
+def _could_be_a_file(key: str) -> bool:
+    """Whether a status file could have `key`'s name (never a dot-file, a path or a NUL)."""
+    return bool(key) and key[0] != "." and not any(c in key for c in ("/", "\\", "\0"))
 
 
 @dataclass
@@ -120,8 +125,8 @@ def read_labels(status_dir: Path, keys: Iterable[str]) -> FileLabels:
     """Read the status files of `keys` and label each executor's last outcome."""
     found = FileLabels()
     for key in keys:
-        if not key or key[0] == "." or "/" in key or "\\" in key or "\0" in key:
-            continue  # no status file has such a name (a key from DuckDB is not trusted)
+        if not _could_be_a_file(key):
+            continue  # a key from DuckDB is not trusted
         path = os.path.join(status_dir, key + STATUS_SUFFIX)
         try:
             with open(path, "rb") as file:

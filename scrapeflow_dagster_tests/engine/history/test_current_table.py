@@ -92,12 +92,18 @@ def test_rows_appended_by_another_version_or_removed_by_hand_are_caught_up(
     assert current(db_path) == from_history(db_path)
 
 
-def test_a_rebuild_from_status_files_keeps_the_table(tmp_path: Path) -> None:
+def scraped_tasks(tmp_path: Path, count: int) -> DataLayout:
+    """A data folder whose `count` tasks `t0`... each had a successful scrape, synced."""
     layout = DataLayout(tmp_path / "data").ensure()
-    add_task_file(layout, [f"t{n},http://127.0.0.1:9/{n}" for n in range(6)])
+    add_task_file(layout, [f"t{n},http://127.0.0.1:9/{n}" for n in range(count)])
     with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        for n in range(6):
+        for n in range(count):
             play_step(layout, ledger, Step(f"t{n}"))
+    return layout
+
+
+def test_a_rebuild_from_status_files_keeps_the_table(tmp_path: Path) -> None:
+    layout = scraped_tasks(tmp_path, 6)
     with Ledger(layout.db_path, spool_dir=layout.spool_dir, keep_marker=False) as ledger:
         play_step(layout, ledger, Step("t0", error_class="TimeoutError", message="late"))
         ledger.flush()
@@ -132,11 +138,7 @@ def test_a_column_added_to_step_runs_or_a_dropped_table_makes_it_anew(db_path: P
 
 
 def test_db_rebuild_ranks_the_whole_history_again(tmp_path: Path) -> None:
-    layout = DataLayout(tmp_path / "data").ensure()
-    add_task_file(layout, [f"t{n},http://127.0.0.1:9/{n}" for n in range(4)])
-    with Ledger(layout.db_path, spool_dir=layout.spool_dir) as ledger:
-        for n in range(4):
-            play_step(layout, ledger, Step(f"t{n}"))
+    layout = scraped_tasks(tmp_path, 4)
     with duckdb.connect(str(layout.db_path)) as conn:  # a row edited in place, by hand
         conn.execute("UPDATE step_runs SET status = 'SKIPPED' WHERE key = 't1'")
     assert current(layout.db_path) != from_history(layout.db_path)  # append-only: not seen
