@@ -2,11 +2,14 @@
 
     .venv/bin/python -m bench.bench_retention                  # 300 tasks, SQLite and Postgres
     .venv/bin/python -m bench.bench_retention --tasks 100 --refreshes 2 --json out.json
+    .venv/bin/python -m bench.bench_retention --backends pg --all-before --tasks 10000
 
 For each backend (SQLite in the home; Postgres on 127.0.0.1:5432 when it answers) and each
 mode (plain: the home `scrapeflow home init` writes; retention: the same with a `retention:`
 block of no grace, and `scrapeflow home prune` after every run; with `--stock`, stock: lean
-writes off, every row stock Dagster writes), in a fresh home: `scrapeflow
+writes off, every row stock Dagster writes; with `--all-before`, a second Postgres retention
+home writing every planned row before the run, the baseline of `planned_paced`), in a fresh
+home: `scrapeflow
 tasks add` (one task in 30 is a 404), one chain run (`dagster asset materialize --select
 scrape,validation,pages`), then forced refreshes. Measured after each run: the home's bytes
 per task (SQLite: every file of the home; Postgres: the database's growth since before the
@@ -19,6 +22,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +31,12 @@ from bench.lib.homes import bench_env, temp_root
 from bench.lib.repo import PYTHON
 from bench.lib.site import Site
 from scrapeflow_dagster.instance import dagster_yaml
-from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, lean_writes_yaml
+from scrapeflow_dagster.storage.lean_writes import (
+    POSTGRES_LEAN_WRITES,
+    STOCK_WRITES,
+    LeanWrites,
+    lean_writes_yaml,
+)
 from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
 
 ASSETS = "scrape,validation,pages"
@@ -48,15 +57,17 @@ def _tasks_file(root: Path, site_url: str, n: int) -> tuple[Path, list[str]]:
     return path, keys
 
 
-def _home(root: Path, name: str, *, retention: bool, url: str | None, stock: bool) -> Path:
+def _home(
+    root: Path, name: str, *, retention: bool, url: str | None, lean: LeanWrites | None
+) -> Path:
     home = root / name
     home.mkdir(parents=True)
     text = dagster_yaml(home, postgres=url)
     marker = "EventLogStorage\n  config:\n"
     if retention:
         text = text.replace(marker, marker + retention_yaml(NO_GRACE), 1)
-    if stock:
-        text = text.replace(marker, marker + lean_writes_yaml(STOCK_WRITES), 1)
+    if lean is not None:
+        text = text.replace(marker, marker + lean_writes_yaml(lean), 1)
     (home / "dagster.yaml").write_text(text)
     return home
 
@@ -87,14 +98,20 @@ def measure(
     retention: bool,
     url: str | None,
     stock: bool = False,
+    all_before: bool = False,
 ) -> dict[str, Any]:
     """One home through 1 + `refreshes` runs; its bytes per task after each (`stock`: with
-    lean writes off, every row stock Dagster writes)."""
+    lean writes off, every row stock Dagster writes; `all_before`: Postgres writing every
+    planned row before the run, as before `planned_paced`)."""
     mode = "stock" if stock else "retention" if retention else "plain"
+    lean = STOCK_WRITES if stock else None
+    if all_before:
+        mode = f"{mode}-all-before"
+        lean = replace(POSTGRES_LEAN_WRITES, planned_rows_before_run=None)
     name = f"{'pg' if url else 'sqlite'}-{mode}"
     folder = root / name
     folder.mkdir()
-    home = _home(folder, "home", retention=retention, url=url, stock=stock)
+    home = _home(folder, "home", retention=retention, url=url, lean=lean)
     env = bench_env(home, folder / "data")
     tasks_file, keys = _tasks_file(folder, site_url, n)
     _run([PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)], env, folder)
@@ -136,25 +153,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stock", action="store_true", help="also a home with lean writes off (stock rows)"
     )
+    parser.add_argument(
+        "--all-before",
+        action="store_true",
+        help="also a Postgres retention home writing every planned row before the run",
+    )
+    parser.add_argument(
+        "--backends", default="sqlite,pg", help="comma-separated: sqlite, pg (default both)"
+    )
     args = parser.parse_args(argv)
+    backends = set(args.backends.split(","))
 
     results: list[dict[str, Any]] = []
-    databases = _postgres_databases()
+    databases = _postgres_databases() if "pg" in backends else None
     with temp_root("bench-retention-", args.tmp_dir) as root, Site(args.tasks, 5000) as site:
         modes = [(False, False), (False, True)] + ([(True, False)] if args.stock else [])
         for stock, retention in modes:
             options = {"retention": retention, "stock": stock}
-            results.append(measure(root, site.url, args.tasks, args.refreshes, url=None, **options))
+            if "sqlite" in backends:
+                results.append(
+                    measure(root, site.url, args.tasks, args.refreshes, url=None, **options)
+                )
             if databases is not None:
                 with databases("retention") as url:
                     results.append(
                         measure(root, site.url, args.tasks, args.refreshes, url=url, **options)
                     )
+                if retention and args.all_before:
+                    with databases("retention_all_before") as url:
+                        results.append(
+                            measure(
+                                root,
+                                site.url,
+                                args.tasks,
+                                args.refreshes,
+                                url=url,
+                                all_before=True,
+                                **options,
+                            )
+                        )
     by_name = {r["name"]: r for r in results}
     print(f"\nhome KB per task, {args.tasks} tasks, 1 run then {args.refreshes} forced refreshes")
     for r in results:
         first, last = r["bytes_per_task"][0] / 1024, r["bytes_per_task"][-1] / 1024
-        target = f" (target <= {TARGET_RATIO})" if r["name"].endswith("retention") else ""
+        target = f" (target <= {TARGET_RATIO})" if "retention" in r["name"] else ""
         print(
             f"  {r['name']:<18} after 1: {first:6.1f}  after {1 + args.refreshes}: {last:6.1f}"
             f"  last / first {r['last_over_first']:.2f}{target}  ({r['seconds']:.0f} s)"
@@ -171,11 +213,16 @@ def main(argv: list[str] | None = None) -> int:
                 "target_ok": kept["last_over_first"] <= TARGET_RATIO,
             }
             print(f"  {backend}: retention / plain after the last refresh: {ratio:.2f}")
-        stock = by_name.get(f"{backend}-stock")
-        if plain and stock:
-            lean = plain["bytes_per_task"][0] / stock["bytes_per_task"][0]
+        stock_home = by_name.get(f"{backend}-stock")
+        if plain and stock_home:
+            lean = plain["bytes_per_task"][0] / stock_home["bytes_per_task"][0]
             summary.setdefault(backend, {})["lean_over_stock_one_run"] = lean
             print(f"  {backend}: one run, lean writes / stock rows: {lean:.2f}")
+        all_before = by_name.get(f"{backend}-retention-all-before")
+        if kept and all_before:
+            paced = kept["bytes_per_task"][-1] / all_before["bytes_per_task"][-1]
+            summary.setdefault(backend, {})["paced_over_all_before"] = paced
+            print(f"  {backend}: planned rows paced / all before, last refresh: {paced:.2f}")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"config": vars(args), "results": results, "summary": summary}, indent=1)

@@ -3,8 +3,9 @@
 `BufferedEventLog` goes before a Dagster SQL event log storage in the bases of a class
 (`class X(BufferedEventLog, SqliteEventLogStorage)`); the class writes a batch in
 `_write_rows`. A run's planned events come as one event per asset naming its partitions and are
-written as the rows of one event per partition (`planned`): all at once, or on SQLite the first
-chunk before the run starts and the rest behind it (`planned_behind`). The buffer holds a run's
+written as the rows of one event per partition (`planned`): all at once, or the first chunk
+before the run starts and the rest behind it (`planned_behind`; on Postgres paced to the run's
+progress, `planned_paced`). The buffer holds a run's
 materialisations, observations and other planned materialisations (one of each per partition)
 and is flushed:
 
@@ -51,8 +52,9 @@ from scrapeflow_dagster.storage.partition_keys import (
     fingerprint,
     read_keys,
 )
-from scrapeflow_dagster.storage.planned import Row, is_planned_subset, per_partition_rows
+from scrapeflow_dagster.storage.planned import PlannedTemplate, Row, is_planned_subset
 from scrapeflow_dagster.storage.planned_behind import BEHIND_CHUNK_ROWS, PlannedBehind
+from scrapeflow_dagster.storage.planned_paced import Progress, run_paced, write_paced
 from scrapeflow_dagster.storage.record_constructors import compile_run_records
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
@@ -202,30 +204,57 @@ class BufferedEventLog:
         # Dagster then sends a run's planned events as one per asset (`planned`).
         return self._batching
 
+    def _planned_lead(self) -> int | None:
+        """How far ahead of a run's progress its planned rows past the first ones are written
+        (`planned_paced`); None: behind its start, as fast as they go (`planned_behind`)."""
+        return None
+
+    def _read_planned_progress(self, run_id: str, asset_key: str, after: int) -> Progress:
+        """What run `run_id` did to `asset_key` (as stored) after event id `after`."""
+        raise NotImplementedError
+
     def _store_planned_subset(self, event: EventLogEntry) -> None:
         before_run = self._planned_rows_before_run()
+        template = PlannedTemplate(self, event)  # type: ignore[arg-type]
         # A transaction per chunk of partitions (stock Dagster commits each one alone).
         chunk = None if before_run is None else min(before_run, BEHIND_CHUNK_ROWS)
-        chunks = per_partition_rows(self, event, chunk=chunk)  # type: ignore[arg-type]
         with self._buffer_lock:
             self.flush()  # what came before it is written before it
-            written = 0
-            for events, rows in chunks:
+            first = template.keys if before_run is None else template.keys[:before_run]
+            for events, rows in template.chunks(first, chunk=chunk):
                 self._write_rows(events, rows)
-                written += len(rows)
-                if before_run is not None and written >= before_run:
-                    break
-            if before_run is None:
-                return
-            following = next(chunks, None)
-            if following is None:
+            if before_run is None or len(template.keys) <= before_run:
                 return
             since = self._planned_since()
-        self._planned_behind.start(
-            event.run_id,
-            itertools.chain([following], chunks),
-            lambda events, rows: self._write_planned_behind(events, rows, since),
-        )
+
+        def write(events: list[EventLogEntry], rows: list[Row]) -> None:
+            self._write_planned_behind(events, rows, since)
+
+        run_id, lead = event.run_id, self._planned_lead()
+        if lead is None:
+            rest = itertools.islice(template.keys, before_run, None)
+            self._planned_behind.start(run_id, template.chunks(rest, chunk=chunk), write)
+            return
+        asset_key = asset_key_string(template.asset_key)
+
+        def paced(finish: threading.Event) -> None:
+            run_paced(
+                run_id,
+                lambda: write_paced(
+                    template,
+                    before_run,
+                    lead=lead,
+                    chunk=min(lead, BEHIND_CHUNK_ROWS),
+                    read_progress=lambda after: self._read_planned_progress(
+                        run_id, asset_key, after
+                    ),
+                    write=write,
+                    since=since,
+                    finish=finish,
+                ),
+            )
+
+        self._planned_behind.start_paced(run_id, paced)
 
     def _wait_at_run_ends(self, events: Sequence[EventLogEntry]) -> None:
         for event in events:

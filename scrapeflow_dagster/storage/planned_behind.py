@@ -3,7 +3,7 @@
 Dagster starts a run only once its planned events are stored (`planned`: one event per asset,
 written as one row per partition). At 1,000,000 tasks those 3 million rows took 125 s of the
 153 s between `dagster asset materialize` and the first request (measured 2026-11-28). So the
-SQLite storage writes the first `lean_writes.planned_rows_before_run` rows of each asset before
+batched storages write the first `lean_writes.planned_rows_before_run` rows of each asset before
 the run starts, and a thread of the process that created the run writes the rest, a chunk per
 transaction, while the run goes on.
 
@@ -13,13 +13,14 @@ the run's planning began (a materialisation by this run, a partition `release_no
 gave back to missing, another run's plan or materialisation) would on a stock home have come
 after this run's planned row, and so supersedes it. A chunk therefore deletes, in the
 transaction that inserts it, its rows whose partition has such a row (`drop_superseded`): the
-insert holds SQLite's write lock, so no other process's row can come between the check and
-the insert. (Not on Postgres, where two transactions can interleave so: there every planned
-row is written before the run starts.) Where materialisations delete the planned rows they
-supersede (`lean_writes.delete_superseded_planned`), one stored before its partition's chunk
-found no planned row of this run there and so left the partition's older planned row (another
-run's, kept as that asset's newest when it was materialised); the chunk deletes it too, as
-that materialisation would have (else the UI showed the older run as the partition's latest).
+insert holds SQLite's write lock (on Postgres, the event log's insert lock every batched writer
+takes: `postgres_write`), so no other process's row can come between the check and the insert.
+On Postgres the chunks are also paced to the run's progress (`planned_paced`). Where
+materialisations delete the planned rows they supersede
+(`lean_writes.delete_superseded_planned`), one stored before its partition's chunk found no
+planned row of this run there and so left the partition's older planned row (another run's, kept
+as that asset's newest when it was materialised); the chunk deletes it too, as that
+materialisation would have (else the UI showed the older run as the partition's latest).
 
 The thread is not a daemon: a process that created a run (a webserver, the daemon, a
 `scrapeflow` command) ends only once the run's planned rows are written. Where the run executes
@@ -78,42 +79,52 @@ WHERE id BETWEEN :first AND :last
 # (`lean_writes._DELETE_SUPERSEDED_PLANNED`: its own run's row is then the partition's newest,
 # so every older one goes). None of them is the asset's newest planned row, which is this
 # run's since its first chunk. CROSS JOIN: SQLite then loops over the chunk's rows by id and
-# looks the older rows up by partition (a plain JOIN scanned every older planned row).
-_DROP_OLDER_SUPERSEDED = db.text(
-    f"""
+# looks the older rows up by partition (a plain JOIN scanned every older planned row); Postgres
+# knows no CROSS JOIN ... ON, and plans the JOIN by itself.
+_DROP_OLDER_SUPERSEDED = """
 DELETE FROM event_logs
 WHERE id IN (
   SELECT older.id
   FROM event_logs AS mine
-  CROSS JOIN event_logs AS older
+  {join} event_logs AS older
     ON older.asset_key = mine.asset_key
-   AND older.dagster_event_type = '{PLANNED_TYPE}'
+   AND older.dagster_event_type = '{planned}'
    AND older.partition = mine.partition
    AND older.id < :since
   WHERE mine.id BETWEEN :first AND :last
     AND EXISTS (
       SELECT 1 FROM event_logs AS later
       WHERE later.asset_key = mine.asset_key
-        AND later.dagster_event_type = '{MATERIALIZATION_TYPE}'
+        AND later.dagster_event_type = '{materialization}'
         AND later.partition = mine.partition
         AND later.id > :since AND later.id < :first))
 """
-)
+_DROP_OLDER = {
+    dialect: db.text(
+        _DROP_OLDER_SUPERSEDED.format(
+            join=join, planned=PLANNED_TYPE, materialization=MATERIALIZATION_TYPE
+        )
+    )
+    for dialect, join in (("sqlite", "CROSS JOIN"), ("postgresql", "JOIN"))
+}
 
 
 def drop_superseded(
     conn: Connection, event_ids: Sequence[int], since: int, *, older_too: bool
-) -> None:
+) -> int:
     """Delete the planned rows just inserted under `event_ids` (consecutive, in the
     transaction that inserted them) whose partition has a materialisation or planned row newer
     than `since`; with `older_too` (materialisations delete the planned rows they supersede),
-    also the older planned rows such a materialisation supersedes (see the module)."""
+    also the older planned rows such a materialisation supersedes (see the module). Returns
+    the rows deleted."""
     if not event_ids:
-        return
+        return 0
     params = {"first": event_ids[0], "last": event_ids[-1], "since": since}
+    deleted = 0
     if older_too:  # first: it finds the partitions by the chunk's rows, which the next drops
-        conn.execute(_DROP_OLDER_SUPERSEDED, params)
-    conn.execute(_DROP_SUPERSEDED, params)
+        deleted += conn.execute(_DROP_OLDER[conn.dialect.name], params).rowcount
+    deleted += conn.execute(_DROP_SUPERSEDED, params).rowcount
+    return deleted
 
 
 class PlannedBehind:
@@ -121,13 +132,24 @@ class PlannedBehind:
 
     def __init__(self) -> None:
         self._threads: dict[str, list[threading.Thread]] = {}
+        self._finish: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
     def start(self, run_id: str, chunks: Iterator[Chunk], write: WriteChunk) -> None:
         """Write `chunks` of `run_id`'s planned rows with `write` in a thread."""
+        self._start(run_id, _write_all, (run_id, chunks, write))
+
+    def start_paced(self, run_id: str, write: Callable[[threading.Event], object]) -> None:
+        """Run `write` (`planned_paced`) in a thread, given the event that tells it to write
+        what is left at once (set by `wait`)."""
+        with self._lock:
+            finish = self._finish.setdefault(run_id, threading.Event())
+        self._start(run_id, write, (finish,))
+
+    def _start(self, run_id: str, target: Callable[..., object], args: tuple[object, ...]) -> None:
         thread = threading.Thread(
-            target=_write_all,
-            args=(run_id, chunks, write),
+            target=target,
+            args=args,
             name=f"scrapeflow-planned-{run_id[:8]}",
             daemon=False,  # see the module: the process waits for it
         )
@@ -136,13 +158,19 @@ class PlannedBehind:
         thread.start()
 
     def wait(self, run_id: str | None = None) -> None:
-        """Until the rows of `run_id` (None: of every run) are written or given up."""
+        """Until the rows of `run_id` (None: of every run) are written or given up; paced
+        writers write what is left at once."""
         with self._lock:
             if run_id is None:
                 waiting = [t for threads in self._threads.values() for t in threads]
+                finishing = list(self._finish.values())
                 self._threads.clear()
+                self._finish.clear()
             else:
                 waiting = self._threads.pop(run_id, [])
+                finishing = [self._finish.pop(run_id)] if run_id in self._finish else []
+        for finish in finishing:
+            finish.set()
         for thread in waiting:
             if thread is not threading.current_thread():
                 thread.join()
@@ -150,6 +178,7 @@ class PlannedBehind:
     def forget(self) -> None:
         """In a forked child: its parent's threads are not there."""
         self._threads = {}
+        self._finish = {}
         self._lock = threading.Lock()
 
 

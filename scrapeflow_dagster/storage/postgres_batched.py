@@ -35,8 +35,8 @@ it stores events exactly as stock dagster-postgres does, with its NullPool (`ver
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import dagster as dg
-from dagster._core.events import ASSET_CHECK_EVENTS
+import sqlalchemy as db
+from dagster._core.events import ASSET_CHECK_EVENTS, DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.config import pg_config
 from dagster._serdes import ConfigurableClassData
@@ -55,6 +55,7 @@ from dagster_postgres.utils import (
 )
 from sqlalchemy.engine import Connection
 
+from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE
 from scrapeflow_dagster.storage.buffer import (
     DEFAULT_MAX_BUFFER_SECONDS,
     DEFAULT_MAX_BUFFERED_EVENTS,
@@ -64,12 +65,15 @@ from scrapeflow_dagster.storage.buffer import (
 )
 from scrapeflow_dagster.storage.event_body import install as install_body_reader
 from scrapeflow_dagster.storage.lean_writes import (
+    OBSERVATION_TYPE,
     POSTGRES_LEAN_WRITES,
     delete_superseded_planned,
     lean_writes_config_field,
     lean_writes_from_config,
 )
 from scrapeflow_dagster.storage.planned import Row
+from scrapeflow_dagster.storage.planned_behind import drop_superseded
+from scrapeflow_dagster.storage.planned_paced import Progress
 from scrapeflow_dagster.storage.postgres_vacuum import DeletedRowsVacuum
 from scrapeflow_dagster.storage.postgres_write import write_events
 from scrapeflow_dagster.storage.retention import (
@@ -83,9 +87,34 @@ from scrapeflow_dagster.storage.version_guard import (
 )
 
 
+def _quoted(values: frozenset[str]) -> str:
+    return ", ".join(f"'{value}'" for value in sorted(values))
+
+
 def _is_asset_failure(event: EventLogEntry) -> bool:
     return event.dagster_event is not None and event.dagster_event.is_asset_failed_to_materialize
 
+
+_MAX_EVENT_ID = db.text("SELECT max(id) FROM event_logs")
+# What a run did to an asset since the last read, and whether it ended (`planned_paced`):
+# through the `(run_id, id)` index, only the run's rows since then.
+_DONE_TYPES = frozenset({MATERIALIZATION_TYPE, OBSERVATION_TYPE})
+_RUN_END_TYPES = frozenset(
+    kind.value
+    for kind in (
+        DagsterEventType.RUN_SUCCESS,
+        DagsterEventType.RUN_FAILURE,
+        DagsterEventType.RUN_CANCELED,
+    )
+)
+_RUN_PROGRESS = db.text(
+    f"""
+SELECT partition, dagster_event_type FROM event_logs
+WHERE run_id = :run_id AND id > :after AND id <= :upto
+  AND (asset_key = :asset_key AND dagster_event_type IN ({_quoted(_DONE_TYPES)})
+       OR dagster_event_type IN ({_quoted(_RUN_END_TYPES)}))
+"""
+)
 
 # One connection kept per process; the overflow serves threads reading at the same time.
 POOL_SIZE = 1
@@ -119,20 +148,11 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         lean_writes: the `lean_writes` block (`lean_writes`; one table holds a run's log and
             the asset events, so `run_log_asset_events` does not apply); None: defaults
             (`POSTGRES_LEAN_WRITES`: bodies compact, superseded planned rows deleted and
-            their space vacuumed while writing, every planned row written before the run).
-
-        Raises:
-            DagsterInvalidConfigError: for `planned_rows_before_run` set (SQLite only).
+            their space vacuumed while writing, planned rows past the first 1,000 per asset
+            written as far ahead of the run's progress: `planned_paced`).
         """
         self.retention_policy = policy_from_config(retention)
         self.lean_writes = lean_writes_from_config(lean_writes, POSTGRES_LEAN_WRITES)
-        if self.lean_writes.planned_rows_before_run is not None:
-            raise dg.DagsterInvalidConfigError(
-                "lean_writes.planned_rows_before_run is for the SQLite storage: on Postgres every"
-                " planned row is written before the run starts (leave it out, or null)",
-                [],
-                self.lean_writes.planned_rows_before_run,
-            )
         install_body_reader()  # whatever writes, a home's compact bodies read as JSON
         self._init_buffer(
             max_buffered_events=max_buffered_events,
@@ -198,6 +218,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         if not self._batching or is_buffered(event):
             super().store_event(event)  # buffered, or stored by the stock storage
             return
+        self._wait_at_run_ends([event])  # its planned rows left are written before it
         self.flush()
         (event_id,) = write_events(self, self._engine, [event])
         if event.dagster_event_type in ASSET_CHECK_EVENTS:
@@ -229,6 +250,47 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         write_events(self, self._engine, events, lean.index_rows(rows), after_insert)
         if self._vacuum is not None:  # committed: a VACUUM can now reclaim them
             self._vacuum.deleted(sum(deleted))
+
+    def _planned_rows_before_run(self) -> int | None:
+        return self.lean_writes.planned_rows_before_run if self._batching else None
+
+    def _planned_lead(self) -> int | None:
+        return self.lean_writes.planned_rows_before_run
+
+    def _planned_since(self) -> int:
+        with self._engine.connect() as conn:
+            return int(conn.execute(_MAX_EVENT_ID).scalar() or 0)
+
+    def _write_planned_behind(
+        self, events: Sequence[EventLogEntry], rows: Sequence[Row], since: int
+    ) -> None:
+        # Under the insert lock of every batched writer (`write_events`): no other process's
+        # row comes between the chunk's check and its insert (`planned_behind`).
+        lean, deleted = self.lean_writes, []
+
+        def drop(conn: Connection, rows: Sequence[Row], event_ids: Sequence[int]) -> None:
+            older_too = lean.delete_superseded_planned
+            deleted.append(drop_superseded(conn, event_ids, since, older_too=older_too))
+
+        write_events(self, self._engine, events, lean.index_rows(rows), drop)
+        if self._vacuum is not None:
+            self._vacuum.deleted(sum(deleted))
+
+    def _read_planned_progress(self, run_id: str, asset_key: str, after: int) -> Progress:
+        # Up to the newest id committed: batched writers commit ids in order (`write_events`),
+        # so no row at or below it comes later.
+        with self._engine.connect() as conn:
+            upto = int(conn.execute(_MAX_EVENT_ID).scalar() or 0)
+            found = conn.execute(
+                _RUN_PROGRESS,
+                {"run_id": run_id, "asset_key": asset_key, "after": after, "upto": upto},
+            ).all()
+        return Progress(
+            materialised=[key for key, kind in found if kind == MATERIALIZATION_TYPE and key],
+            observed=[key for key, kind in found if kind == OBSERVATION_TYPE and key],
+            ended=any(kind in _RUN_END_TYPES for _, kind in found),
+            upto=upto,
+        )
 
     def dispose(self) -> None:
         super().dispose()

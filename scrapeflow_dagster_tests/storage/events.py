@@ -145,6 +145,12 @@ def log_line(run_id: str, message: str = "a log line") -> EventLogEntry:
     return _entry(run_id, None, message)
 
 
+def run_failed(run_id: str) -> EventLogEntry:
+    """The run's RUN_FAILURE, as its end logs it."""
+    event = DagsterEvent(event_type_value=DagsterEventType.RUN_FAILURE.value, job_name=JOB_NAME)
+    return _entry(run_id, event)
+
+
 def two_runs() -> list[EventLogEntry]:
     """Planned events, a log line, materialisations of two assets (with and without tags) and
     observations of failed partitions (one after a materialisation of its asset, one after a

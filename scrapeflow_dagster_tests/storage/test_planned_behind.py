@@ -22,6 +22,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+import sqlalchemy as db
 from dagster._core.definitions.partitions.subset import DefaultPartitionsSubset
 from dagster._core.events import (
     AssetMaterializationPlannedData,
@@ -34,11 +35,11 @@ from dagster._core.instance import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
 
 from scrapeflow_dagster.scaleout.shards import split_keys
 from scrapeflow_dagster.site.server import SiteThread
+from scrapeflow_dagster.storage.buffer import BufferedEventLog
 from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
 from scrapeflow_dagster.storage.planned import per_partition_rows
 from scrapeflow_dagster.storage.retention import RetentionPolicy
-from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
-from scrapeflow_dagster_tests.storage.homes import instance_of
+from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ASSETS,
     ChainHome,
@@ -47,6 +48,7 @@ from scrapeflow_dagster_tests.storage.retention_homes import (
     turn_to_failures,
     write_chain_home,
 )
+from scrapeflow_dagster_tests.support.postgres import PostgresServer
 
 TASKS = 40
 BEFORE_RUN = 3
@@ -63,12 +65,22 @@ def site() -> Iterator[SiteThread]:
         yield served
 
 
-def _home(tmp_path: Path, name: str, lean: LeanWrites) -> Path:
+def _home(tmp_path: Path, name: str, lean: LeanWrites, url: str | None = None) -> Path:
     return write_chain_home(
         tmp_path / name,
         policy=RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None),
+        postgres_url=url,
         lean=lean,
     )
+
+
+def _urls(backend: str, request: pytest.FixtureRequest, *names: str) -> list[str | None]:
+    """A fresh database per home on Postgres (paced: `planned_paced`), none on SQLite."""
+    if backend == "sqlite":
+        return [None for _ in names]
+    require_postgres_extra()
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return [server.database(f"behind_{name}") for name in names]
 
 
 def _without_ids(read: dict[str, Any]) -> dict[str, Any]:
@@ -99,21 +111,26 @@ def _state_reads(home: Path, keys: list[str]) -> str:
     return _RUN_ID.sub(lambda hit: f"run-{position.get(hit.group(0), '?')}", text)
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_planned_rows_behind_the_run_read_as_on_a_stock_home(
-    site: SiteThread, tmp_path: Path
+    backend: str, site: SiteThread, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    rows = task_rows(site, TASKS, tag="behind-")
+    urls = _urls(backend, request, "behind", "stock")
+    tag = f"behind-{backend}-"
+    rows = task_rows(site, TASKS, tag=tag)
     behind = ChainHome(
-        _home(tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN)),
+        _home(tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN), urls[0]),
         tmp_path / "behind-data",
         rows,
     )
-    stock = ChainHome(_home(tmp_path, "stock", STOCK_WRITES), tmp_path / "stock-data", rows)
+    stock = ChainHome(
+        _home(tmp_path, "stock", STOCK_WRITES, urls[1]), tmp_path / "stock-data", rows
+    )
     homes = (behind, stock)
     for forced in (False, True):
         for chain in homes:
             chain.run(forced=forced, cwd=tmp_path, one_at_a_time=True)
-    turned = turn_to_failures(site, behind.keys, "behind-")
+    turned = turn_to_failures(site, behind.keys, tag)
     for chain in homes:
         chain.run(forced=True, cwd=tmp_path, one_at_a_time=True)
 
@@ -157,15 +174,15 @@ def _materialised(run_id: str, asset: str, key: str) -> EventLogEntry:
 
 
 @contextmanager
-def _batched_storage(home: Path) -> Iterator[BatchedSqliteEventLogStorage]:
-    """The batched SQLite event log of `home`, open."""
+def _batched_storage(home: Path) -> Iterator[Any]:
+    """The batched event log of `home` (SQLite or Postgres), open."""
     with instance_of(home) as instance:
         storage = instance.event_log_storage
-        assert isinstance(storage, BatchedSqliteEventLogStorage)
+        assert isinstance(storage, BufferedEventLog)
         yield storage
 
 
-def _partition_reads(storage: BatchedSqliteEventLogStorage, asset: str) -> tuple[Any, Any]:
+def _partition_reads(storage: Any, asset: str) -> tuple[Any, Any]:
     key = dg.AssetKey(asset)
     attempts = storage.get_latest_asset_partition_materialization_attempts_without_materializations(
         key
@@ -176,11 +193,29 @@ def _partition_reads(storage: BatchedSqliteEventLogStorage, asset: str) -> tuple
     return {k: run_id for k, (run_id, _id) in attempts.items()}, sorted(materialised)
 
 
-def test_a_chunk_behind_the_run_keeps_no_row_a_newer_one_supersedes(tmp_path: Path) -> None:
+def _planned_of(storage: Any, run_id: str) -> set[str]:
+    with storage.index_connection() as conn:
+        found = conn.execute(
+            db.text(
+                "SELECT partition FROM event_logs WHERE dagster_event_type = :kind"
+                " AND run_id = :run"
+            ),
+            {"kind": PLANNED, "run": run_id},
+        )
+        return {partition for (partition,) in found}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_chunk_behind_the_run_keeps_no_row_a_newer_one_supersedes(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     keys = [f"k{n:02d}" for n in range(12)]
+    urls = _urls(backend, request, "chunk_behind", "chunk_stock")
     homes = {
-        "behind": _home(tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN)),
-        "stock": _home(tmp_path, "stock", STOCK_WRITES),
+        "behind": _home(
+            tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN), urls[0]
+        ),
+        "stock": _home(tmp_path, "stock", STOCK_WRITES, urls[1]),
     }
     found = {}
     for name, home in homes.items():
@@ -209,24 +244,15 @@ def test_a_chunk_behind_the_run_keeps_no_row_a_newer_one_supersedes(tmp_path: Pa
                 for events, rows in rest:
                     storage._write_planned_behind(events, rows, since)
             found[name] = _partition_reads(storage, "scrape")
-        if name == "behind":
-            with closing(sqlite3.connect(home / "history" / "runs" / "index.db")) as db:
-                planned = {
-                    partition
-                    for (partition,) in db.execute(
-                        "SELECT partition FROM event_logs WHERE dagster_event_type = ?"
-                        " AND run_id = 'run-a'",
-                        (PLANNED,),
-                    )
-                }
-            assert planned == set(keys) - set(later)
+            if name == "behind":
+                assert _planned_of(storage, "run-a") == set(keys) - set(later)
     attempts, materialised = found["behind"]
     assert materialised == sorted([later[0], later[2]])
     assert attempts[later[1]] == RUNLESS_RUN_ID and attempts[later[3]] == "run-b"
     assert found["behind"] == found["stock"]
 
 
-def _ui_latest_run(storage: BatchedSqliteEventLogStorage, asset: str, key: str) -> str | None:
+def _ui_latest_run(storage: Any, asset: str, key: str) -> str | None:
     """The run the UI's partition detail shows as the latest, where it is not the latest
     materialisation's (`retention_homes._ui_partition_detail`)."""
     planned = storage.get_latest_planned_materialization_info(dg.AssetKey(asset), key)
@@ -248,8 +274,9 @@ def _ui_latest_run(storage: BatchedSqliteEventLogStorage, asset: str, key: str) 
     return next(iter(ids), None)
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_materialisation_before_its_chunk_leaves_no_older_run_as_the_latest(
-    tmp_path: Path,
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # Run a's last key stays planned as the asset's newest planned row once materialised. Run
     # b materialises that key before the chunk holding its planned row is written (the thread
@@ -257,10 +284,15 @@ def test_a_materialisation_before_its_chunk_leaves_no_older_run_as_the_latest(
     # latest run of the partition must be run b's, as where the planned rows came first.
     keys = [f"k{n:02d}" for n in range(12)]
     last = sorted(keys)[-1]
+    urls = _urls(backend, request, "latest_behind", "latest_all_before", "latest_stock")
     homes = {
-        "behind": _home(tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN)),
-        "all-before": _home(tmp_path, "all-before", LeanWrites(planned_rows_before_run=None)),
-        "stock": _home(tmp_path, "stock", STOCK_WRITES),
+        "behind": _home(
+            tmp_path, "behind", LeanWrites(planned_rows_before_run=BEFORE_RUN), urls[0]
+        ),
+        "all-before": _home(
+            tmp_path, "all-before", LeanWrites(planned_rows_before_run=None), urls[1]
+        ),
+        "stock": _home(tmp_path, "stock", STOCK_WRITES, urls[2]),
     }
     found = {}
     for name, home in homes.items():
@@ -299,9 +331,9 @@ def test_a_run_end_waits_for_its_planned_rows(tmp_path: Path) -> None:
         for asset in ("scrape", "validation"):
             storage.store_event(_subset_event("run-a", asset, keys))
         storage.store_event(_entry("run-a", "job", DagsterEventType.RUN_FAILURE, None))
-        with closing(sqlite3.connect(home / "history" / "runs" / "index.db")) as db:
+        with closing(sqlite3.connect(home / "history" / "runs" / "index.db")) as index:
             counts = dict(
-                db.execute(
+                index.execute(
                     "SELECT asset_key, count(*) FROM event_logs WHERE dagster_event_type = ?"
                     " GROUP BY asset_key",
                     (PLANNED,),
@@ -322,10 +354,10 @@ def test_planned_rows_are_written_in_the_order_the_shards_take_their_keys(
         storage = instance.event_log_storage
         storage.store_event(_subset_event("run-a", "scrape", keys))
         storage.store_event(_entry("run-a", "job", DagsterEventType.RUN_FAILURE, None))
-        with closing(sqlite3.connect(home / "history" / "runs" / "index.db")) as db:
+        with closing(sqlite3.connect(home / "history" / "runs" / "index.db")) as index:
             written = [
                 partition
-                for (partition,) in db.execute(
+                for (partition,) in index.execute(
                     "SELECT partition FROM event_logs WHERE dagster_event_type = ? ORDER BY id",
                     (PLANNED,),
                 )
