@@ -209,8 +209,11 @@ class BufferedEventLog:
         (`planned_paced`); None: behind its start, as fast as they go (`planned_behind`)."""
         return None
 
-    def _read_planned_progress(self, run_id: str, asset_key: str, after: int) -> Progress:
-        """What run `run_id` did to `asset_key` (as stored) after event id `after`."""
+    def _read_planned_progress(
+        self, run_id: str, asset_key: str, after: int, since: int
+    ) -> Progress:
+        """What run `run_id` did to `asset_key` (as stored) after event id `after`, and
+        whether it ended (after event id `since`)."""
         raise NotImplementedError
 
     def _store_planned_subset(self, event: EventLogEntry) -> None:
@@ -237,7 +240,7 @@ class BufferedEventLog:
             return
         asset_key = asset_key_string(template.asset_key)
 
-        def paced(finish: threading.Event) -> None:
+        def paced(finish: threading.Event, discard: threading.Event) -> None:
             run_paced(
                 run_id,
                 lambda: write_paced(
@@ -246,11 +249,12 @@ class BufferedEventLog:
                     lead=lead,
                     chunk=min(lead, BEHIND_CHUNK_ROWS),
                     read_progress=lambda after: self._read_planned_progress(
-                        run_id, asset_key, after
+                        run_id, asset_key, after, since
                     ),
                     write=write,
                     since=since,
                     finish=finish,
+                    discard=discard,
                 ),
             )
 
@@ -354,6 +358,11 @@ class BufferedEventLog:
             super().add_dynamic_partitions(partitions_def_name, partition_keys)  # type: ignore[misc]
         finally:
             self._unflushed.on = False
+
+    def delete_events(self, run_id: str) -> None:
+        self._planned_behind.discard(run_id)  # no planned row of it written after this
+        self.flush()
+        super().delete_events(run_id)  # type: ignore[misc]
 
     def wipe(self) -> None:
         self._planned_behind.wait()

@@ -79,33 +79,67 @@ WHERE id BETWEEN :first AND :last
 # (`lean_writes._DELETE_SUPERSEDED_PLANNED`: its own run's row is then the partition's newest,
 # so every older one goes). None of them is the asset's newest planned row, which is this
 # run's since its first chunk. CROSS JOIN: SQLite then loops over the chunk's rows by id and
-# looks the older rows up by partition (a plain JOIN scanned every older planned row); Postgres
-# knows no CROSS JOIN ... ON, and plans the JOIN by itself.
-_DROP_OLDER_SUPERSEDED = """
+# looks the older rows up by partition (a plain JOIN scanned every older planned row).
+_DROP_OLDER_SUPERSEDED = db.text(
+    f"""
 DELETE FROM event_logs
 WHERE id IN (
   SELECT older.id
   FROM event_logs AS mine
-  {join} event_logs AS older
+  CROSS JOIN event_logs AS older
     ON older.asset_key = mine.asset_key
-   AND older.dagster_event_type = '{planned}'
+   AND older.dagster_event_type = '{PLANNED_TYPE}'
    AND older.partition = mine.partition
    AND older.id < :since
   WHERE mine.id BETWEEN :first AND :last
     AND EXISTS (
       SELECT 1 FROM event_logs AS later
       WHERE later.asset_key = mine.asset_key
-        AND later.dagster_event_type = '{materialization}'
+        AND later.dagster_event_type = '{MATERIALIZATION_TYPE}'
         AND later.partition = mine.partition
         AND later.id > :since AND later.id < :first))
 """
-_DROP_OLDER = {
-    dialect: db.text(
-        _DROP_OLDER_SUPERSEDED.format(
-            join=join, planned=PLANNED_TYPE, materialization=MATERIALIZATION_TYPE
-        )
-    )
-    for dialect, join in (("sqlite", "CROSS JOIN"), ("postgresql", "JOIN"))
+)
+
+# The same two on Postgres, written so that its planner loops over the chunk's rows and looks
+# each partition up in the `(asset_key, dagster_event_type, partition, id)` index: a scalar
+# subquery with LIMIT and a LATERAL one with OFFSET 0 are not turned into joins. As joins it
+# hashed every row since `:since` for each chunk (the run's whole log by its end), or, on
+# statistics from a smaller table, scanned them once per row of the chunk (13 s a chunk).
+_LATER_ROW_PG = """(
+    SELECT later.id FROM event_logs AS later
+    WHERE later.asset_key = mine.asset_key
+      AND later.dagster_event_type IN ({kinds})
+      AND later.partition = mine.partition
+      AND later.id > :since AND later.id < :first
+    LIMIT 1) IS NOT NULL"""
+_DROP_SUPERSEDED_PG = db.text(
+    f"""
+DELETE FROM event_logs AS mine
+WHERE mine.id BETWEEN :first AND :last
+  AND {_LATER_ROW_PG.format(kinds=f"'{MATERIALIZATION_TYPE}', '{PLANNED_TYPE}'")}
+"""
+)
+_DROP_OLDER_SUPERSEDED_PG = db.text(
+    f"""
+DELETE FROM event_logs
+WHERE id IN (
+  SELECT older.id
+  FROM event_logs AS mine
+  CROSS JOIN LATERAL (
+    SELECT o.id FROM event_logs AS o
+    WHERE o.asset_key = mine.asset_key
+      AND o.dagster_event_type = '{PLANNED_TYPE}'
+      AND o.partition = mine.partition
+      AND o.id < :since
+    OFFSET 0) AS older
+  WHERE mine.id BETWEEN :first AND :last
+    AND {_LATER_ROW_PG.format(kinds=f"'{MATERIALIZATION_TYPE}'")})
+"""
+)
+_DROPS = {
+    "sqlite": (_DROP_OLDER_SUPERSEDED, _DROP_SUPERSEDED),
+    "postgresql": (_DROP_OLDER_SUPERSEDED_PG, _DROP_SUPERSEDED_PG),
 }
 
 
@@ -120,10 +154,11 @@ def drop_superseded(
     if not event_ids:
         return 0
     params = {"first": event_ids[0], "last": event_ids[-1], "since": since}
+    drop_older, drop = _DROPS[conn.dialect.name]
     deleted = 0
     if older_too:  # first: it finds the partitions by the chunk's rows, which the next drops
-        deleted += conn.execute(_DROP_OLDER[conn.dialect.name], params).rowcount
-    deleted += conn.execute(_DROP_SUPERSEDED, params).rowcount
+        deleted += conn.execute(drop_older, params).rowcount
+    deleted += conn.execute(drop, params).rowcount
     return deleted
 
 
@@ -132,19 +167,21 @@ class PlannedBehind:
 
     def __init__(self) -> None:
         self._threads: dict[str, list[threading.Thread]] = {}
-        self._finish: dict[str, threading.Event] = {}
+        self._finish: dict[str, tuple[threading.Event, threading.Event]] = {}
         self._lock = threading.Lock()
 
     def start(self, run_id: str, chunks: Iterator[Chunk], write: WriteChunk) -> None:
         """Write `chunks` of `run_id`'s planned rows with `write` in a thread."""
         self._start(run_id, _write_all, (run_id, chunks, write))
 
-    def start_paced(self, run_id: str, write: Callable[[threading.Event], object]) -> None:
-        """Run `write` (`planned_paced`) in a thread, given the event that tells it to write
-        what is left at once (set by `wait`)."""
+    def start_paced(
+        self, run_id: str, write: Callable[[threading.Event, threading.Event], object]
+    ) -> None:
+        """Run `write` (`planned_paced`) in a thread, given the events that tell it to write
+        what is left at once (set by `wait`) and to write nothing more (set by `discard`)."""
         with self._lock:
-            finish = self._finish.setdefault(run_id, threading.Event())
-        self._start(run_id, write, (finish,))
+            events = self._finish.setdefault(run_id, (threading.Event(), threading.Event()))
+        self._start(run_id, write, events)
 
     def _start(self, run_id: str, target: Callable[..., object], args: tuple[object, ...]) -> None:
         thread = threading.Thread(
@@ -157,9 +194,9 @@ class PlannedBehind:
             self._threads.setdefault(run_id, []).append(thread)
         thread.start()
 
-    def wait(self, run_id: str | None = None) -> None:
+    def wait(self, run_id: str | None = None, *, discard: bool = False) -> None:
         """Until the rows of `run_id` (None: of every run) are written or given up; paced
-        writers write what is left at once."""
+        writers write what is left at once, or with `discard` nothing more."""
         with self._lock:
             if run_id is None:
                 waiting = [t for threads in self._threads.values() for t in threads]
@@ -169,11 +206,18 @@ class PlannedBehind:
             else:
                 waiting = self._threads.pop(run_id, [])
                 finishing = [self._finish.pop(run_id)] if run_id in self._finish else []
-        for finish in finishing:
+        for finish, stop in finishing:
+            if discard:
+                stop.set()
             finish.set()
         for thread in waiting:
             if thread is not threading.current_thread():
                 thread.join()
+
+    def discard(self, run_id: str) -> None:
+        """The run's events are being deleted: its paced writers stop writing (the unpaced
+        ones, a run's first seconds, are waited for)."""
+        self.wait(run_id, discard=True)
 
     def forget(self) -> None:
         """In a forked child: its parent's threads are not there."""

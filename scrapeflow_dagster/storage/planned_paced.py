@@ -23,17 +23,28 @@ A chunk holds the event log's insert lock (`postgres_write`) while it checks wha
 rows (`planned_behind.drop_superseded`), as SQLite's write lock does there. What is left is
 written at once, unpaced: when the run ends (its end event in the log, or stored by this
 process, which waits for it: `PlannedBehind.wait`), when the storage is disposed of, and when
-the process's main thread ends. Left as it is: partitions more than `lead` ahead of the run
-show missing, not in progress, until the run gets near them (the UI's in-progress count is the
-lead per shard); a region whose keys neither materialise nor fail (a shard that hangs) gets no
-planned rows until the run ends.
+the process's main thread ends; nothing more once the run's events are deleted
+(`PlannedBehind.discard`). A failed read or write is tried again for up to `RETRY_SECONDS`.
+Left as it is: partitions more than `lead` ahead of the run show missing, not in progress,
+until the run gets near them (the UI's in-progress count is about the lead per region, a
+region per shard); a region whose keys neither materialise nor fail (a shard that hangs) gets
+no planned rows until the run ends. Where the run executes in another process (launched by
+the daemon), its end is seen at the next read (0.5-5 s) and the rest written after it: until
+then its unattempted and failed partitions read missing, not FAILED. A run that never logs an
+end (its process killed, no run monitoring) keeps its thread reading, every 5 s, until the
+process that created it ends, which then writes the rest; a process killed with SIGKILL
+writes none, and those partitions read missing (the inbox sensor runs missing tasks again).
+Each thread keeps its asset's sorted keys for the whole run (~60 MB per asset at a million).
 """
 
 import bisect
+import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dagster._core.events.log import EventLogEntry
 
@@ -42,8 +53,14 @@ from scrapeflow_dagster.storage.planned import PlannedTemplate, Row
 
 logger = logging.getLogger(__name__)
 
-# How often a run's progress is read while its head is as far ahead as it goes.
+# How often a run's progress is read while its head is as far ahead as it goes; while nothing
+# changes, less and less often, down to once every MAX_POLL_SECONDS.
 DEFAULT_POLL_SECONDS = 0.5
+MAX_POLL_SECONDS = 5.0
+_IDLE_BACKOFF = 1.5
+# How long a read or write of the event log is tried again before the thread gives up.
+RETRY_SECONDS = 300.0
+_T = TypeVar("_T")
 
 _NOTHING, _WRITTEN, _DONE = 0, 1, 2
 
@@ -79,7 +96,8 @@ class Frontier:
 
     def done(self, positions: Iterable[int], *, materialised: bool = True) -> None:
         """The run got to `positions`: materialised them (their rows are skipped), or not
-        (failed: their rows are still written, they make the partitions read FAILED)."""
+        (failed: their rows are written as a region's head passes them, and make the
+        partitions read FAILED)."""
         for position in sorted(positions):
             if materialised:
                 self._state[position] = _DONE
@@ -89,7 +107,8 @@ class Frontier:
                 region[1] = max(region[1], position)
             else:  # the run is at work where no region reaches: a shard's slice
                 self._starts.insert(at + 1, position)
-                self._regions.insert(at + 1, [position, position, position + 1])
+                # Its head at the position itself: written unless materialised (`ahead`).
+                self._regions.insert(at + 1, [position, position, position])
 
     def ahead(self, most: int) -> list[int]:
         """Up to `most` positions to write now, each region's head moved up to `lead` past
@@ -136,17 +155,19 @@ def write_paced(
     write: WriteRows,
     since: int,
     finish: threading.Event,
+    discard: threading.Event,
     poll_seconds: float = DEFAULT_POLL_SECONDS,
 ) -> int:
     """Write `template`'s planned rows past the first `written`, `lead` ahead of the run's
     progress (read from event id `since` on), `chunk` per transaction; the rest at once once
-    the run ends, `finish` is set or the main thread ends. Returns the rows written."""
+    the run ends, `finish` is set or the main thread ends; nothing more once `discard` is set
+    (the run's events deleted). Returns the rows written."""
     keys = template.keys
     frontier = Frontier(len(keys), lead, written)
-    upto, count = since, 0
+    upto, count, wait = since, 0, poll_seconds
     main = threading.main_thread()
     while not (finish.is_set() or not main.is_alive()):
-        progress = read_progress(upto)
+        progress = _retried(functools.partial(read_progress, upto), discard)
         upto = progress.upto
         frontier.done(_positions(keys, progress.materialised))
         frontier.done(_positions(keys, progress.observed), materialised=False)
@@ -154,14 +175,39 @@ def write_paced(
             break
         positions = frontier.ahead(chunk)
         if positions:
-            count += _write(template, positions, write)
+            count += _write(template, positions, write, discard)
+            wait = poll_seconds
             continue
         if frontier.complete:
             return count
-        finish.wait(poll_seconds)
+        # A run waiting in the queue, or a long step between two flushes: read less often.
+        wait = poll_seconds if progress.materialised or progress.observed else wait
+        finish.wait(wait)
+        wait = min(wait * _IDLE_BACKOFF, MAX_POLL_SECONDS)
     for part in _chunks(frontier.rest(), chunk):
-        count += _write(template, part, write)
+        if discard.is_set():
+            break
+        count += _write(template, part, write, discard)
     return count
+
+
+def _retried(call: Callable[[], _T], discard: threading.Event) -> _T:
+    """`call()`, again after each failure (a lost connection, a server restarting, the pool
+    exhausted) for up to `RETRY_SECONDS`: a run's later planned rows are not given up at the
+    first error. Raises the last error after that, or `Discarded` once `discard` is set."""
+    deadline = time.monotonic() + RETRY_SECONDS
+    delay = 0.1
+    while True:
+        if discard.is_set():
+            raise Discarded
+        try:
+            return call()
+        except Exception as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            logger.warning("planned rows ahead of a run: %s; trying again in %.1f s", exc, delay)
+        time.sleep(delay)
+        delay = min(2 * delay, MAX_POLL_SECONDS)
 
 
 def _positions(keys: Sequence[str], done: Iterable[str]) -> Iterator[int]:
@@ -176,16 +222,24 @@ def _chunks(positions: list[int], size: int) -> Iterator[list[int]]:
         yield positions[start : start + size]
 
 
-def _write(template: PlannedTemplate, positions: list[int], write: WriteRows) -> int:
+def _write(
+    template: PlannedTemplate, positions: list[int], write: WriteRows, discard: threading.Event
+) -> int:
     events, rows = template.rows([template.keys[at] for at in positions])
-    write(events, rows)
+    _retried(lambda: write(events, rows), discard)
     return len(rows)
+
+
+class Discarded(Exception):
+    """The run's events were deleted while its planned rows were being written."""
 
 
 def run_paced(run_id: str, target: Callable[[], int]) -> None:
     """`target` (a `write_paced`), logged as `planned_behind`'s thread logs."""
     try:
         count = target()
+    except Discarded:
+        logger.debug("run %s: its events deleted, its planned rows left unwritten", run_id)
     except Exception:
         logger.exception(
             "run %s: planned rows written ahead of its progress stopped (its partitions"

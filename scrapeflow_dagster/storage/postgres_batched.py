@@ -74,7 +74,7 @@ from scrapeflow_dagster.storage.lean_writes import (
 from scrapeflow_dagster.storage.planned import Row
 from scrapeflow_dagster.storage.planned_behind import drop_superseded
 from scrapeflow_dagster.storage.planned_paced import Progress
-from scrapeflow_dagster.storage.postgres_vacuum import DeletedRowsVacuum
+from scrapeflow_dagster.storage.postgres_vacuum import DeletedRowsVacuum, GrowthAnalyze
 from scrapeflow_dagster.storage.postgres_write import write_events
 from scrapeflow_dagster.storage.retention import (
     delete_superseded_at_write,
@@ -87,10 +87,6 @@ from scrapeflow_dagster.storage.version_guard import (
 )
 
 
-def _quoted(values: frozenset[str]) -> str:
-    return ", ".join(f"'{value}'" for value in sorted(values))
-
-
 def _is_asset_failure(event: EventLogEntry) -> bool:
     return event.dagster_event is not None and event.dagster_event.is_asset_failed_to_materialize
 
@@ -98,7 +94,6 @@ def _is_asset_failure(event: EventLogEntry) -> bool:
 _MAX_EVENT_ID = db.text("SELECT max(id) FROM event_logs")
 # What a run did to an asset since the last read, and whether it ended (`planned_paced`):
 # through the `(run_id, id)` index, only the run's rows since then.
-_DONE_TYPES = frozenset({MATERIALIZATION_TYPE, OBSERVATION_TYPE})
 _RUN_END_TYPES = frozenset(
     kind.value
     for kind in (
@@ -110,9 +105,16 @@ _RUN_END_TYPES = frozenset(
 _RUN_PROGRESS = db.text(
     f"""
 SELECT partition, dagster_event_type FROM event_logs
-WHERE run_id = :run_id AND id > :after AND id <= :upto
-  AND (asset_key = :asset_key AND dagster_event_type IN ({_quoted(_DONE_TYPES)})
-       OR dagster_event_type IN ({_quoted(_RUN_END_TYPES)}))
+WHERE run_id = :run_id AND id > :after AND id <= :upto AND asset_key = :asset_key
+  AND dagster_event_type IN ('{MATERIALIZATION_TYPE}', '{OBSERVATION_TYPE}')
+"""
+)
+_RUN_ENDED = db.text(
+    f"""
+SELECT 1 FROM event_logs
+WHERE dagster_event_type IN ({", ".join(f"'{kind}'" for kind in sorted(_RUN_END_TYPES))})
+  AND id > :since AND run_id = :run_id
+LIMIT 1
 """
 )
 
@@ -176,6 +178,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
                 pool_recycle=POOL_RECYCLE_SECONDS,
                 pool_pre_ping=True,
             )
+        self._statistics = GrowthAnalyze(self._engine)
         vacuum_after = self.lean_writes.vacuum_after_deleted
         policy = self.retention_policy
         # The policy when runs' writes delete what they supersede (`retention.at_write`).
@@ -272,23 +275,30 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
             older_too = lean.delete_superseded_planned
             deleted.append(drop_superseded(conn, event_ids, since, older_too=older_too))
 
-        write_events(self, self._engine, events, lean.index_rows(rows), drop)
+        rows = lean.index_rows(rows)
+        self._statistics.refresh()  # the check's plan needs them (`GrowthAnalyze`)
+        write_events(self, self._engine, events, rows, drop, asset_rows=False)
         if self._vacuum is not None:
             self._vacuum.deleted(sum(deleted))
 
-    def _read_planned_progress(self, run_id: str, asset_key: str, after: int) -> Progress:
+    def _read_planned_progress(
+        self, run_id: str, asset_key: str, after: int, since: int
+    ) -> Progress:
         # Up to the newest id committed: batched writers commit ids in order (`write_events`),
-        # so no row at or below it comes later.
+        # so no row at or below it comes later. The run's end is looked for since `since`
+        # whatever that order (a writer of a stock version takes no lock): a few rows through
+        # the `(dagster_event_type, id)` index.
         with self._engine.connect() as conn:
             upto = int(conn.execute(_MAX_EVENT_ID).scalar() or 0)
             found = conn.execute(
                 _RUN_PROGRESS,
                 {"run_id": run_id, "asset_key": asset_key, "after": after, "upto": upto},
             ).all()
+            ended = conn.execute(_RUN_ENDED, {"run_id": run_id, "since": since}).first()
         return Progress(
             materialised=[key for key, kind in found if kind == MATERIALIZATION_TYPE and key],
             observed=[key for key, kind in found if kind == OBSERVATION_TYPE and key],
-            ended=any(kind in _RUN_END_TYPES for _, kind in found),
+            ended=ended is not None,
             upto=upto,
         )
 
@@ -307,3 +317,6 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         vacuum = getattr(self, "_vacuum", None)
         if vacuum is not None:
             vacuum.forget_after_fork()
+        statistics = getattr(self, "_statistics", None)
+        if statistics is not None:
+            statistics.forget_after_fork()

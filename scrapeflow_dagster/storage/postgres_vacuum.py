@@ -1,15 +1,17 @@
-"""VACUUM of the event log while a run deletes planned rows, so its later rows reuse their space.
+"""VACUUM of the event log while a run deletes planned rows, so its later rows reuse their space;
+ANALYZE as it grows (`GrowthAnalyze`).
 
-A chain run on Postgres writes three planned rows per task before it starts and deletes each as
-its partition's materialisation is stored (`lean_writes.delete_superseded_planned`). Postgres
-reuses a deleted row's space only once a VACUUM has seen it, and autovacuum looks at a table at
-most once a minute and only when a fifth of it is dead: a home's first chain run of 5,000 tasks
-kept 4.8 KB per task, of which the heap 2.3 KB (the planned rows' space beside the
-materialisations'). Vacuumed while the run goes on, the materialisations stored after each
-VACUUM go into the space the planned rows left: 3.7-3.8 KB per task, the heap 1.4 KB (measured
-on 2026-11-29; the run as long, within the machine's noise). The indexes keep the planned rows'
-entries: a leaf page is freed only once every entry on it is gone, and the rows of the failed
-partitions (kept: they say FAILED) stay spread over all of them.
+A chain run on Postgres writes three planned rows per task (most of them as it goes on:
+`planned_paced`) and deletes each as its partition's materialisation is stored
+(`lean_writes.delete_superseded_planned`). Postgres reuses a deleted row's space only once a
+VACUUM has seen it, and autovacuum looks at a table at most once a minute and only when a fifth
+of it is dead: a home's first chain run of 5,000 tasks kept 4.8 KB per task, of which the heap
+2.3 KB (the planned rows' space beside the materialisations'). Vacuumed while the run goes on,
+the materialisations stored after each VACUUM go into the space the planned rows left: 3.7-3.8
+KB per task, the heap 1.4 KB (measured on 2026-11-29; the run as long, within the machine's
+noise). The indexes keep the planned rows' entries: a leaf page is freed only once every entry
+on it is gone, and the rows of the failed partitions (kept: they say FAILED) stay spread over
+all of them.
 
 Each process counts the planned rows it deleted; when they reach `min_rows`
 (`lean_writes.vacuum_after_deleted`, default 2,000), or `fraction` of the table when that is
@@ -98,3 +100,36 @@ def _threshold(min_rows: int, fraction: float, table_rows: Any) -> int:
     # reltuples is -1 for a table never vacuumed nor analysed, an estimate otherwise.
     estimate = float(table_rows) if table_rows is not None else 0.0
     return max(min_rows, int(fraction * max(estimate, 0.0)))
+
+
+class GrowthAnalyze:
+    """ANALYZE the event log each time its newest id has doubled since this process last did.
+
+    A run's planned rows written while it goes on are checked against the rows stored since
+    the run began (`planned_behind.drop_superseded`). Postgres plans that check from the
+    table's statistics, and autovacuum refreshes them at most once a minute: a home's first
+    run grows the table tenfold within seconds, and on the statistics of an empty table the
+    check scanned every row since the run began once per row of the chunk (13 s a chunk at
+    10,000 tasks, the event log's insert lock held meanwhile). Doubling: a run of a million
+    tasks analyses some twenty times, ~0.1 s each (a sample of the table, on a connection of
+    its own); SKIP_LOCKED: not while a VACUUM holds the table.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock = threading.Lock()
+        self._analysed_upto = 0
+
+    def refresh(self) -> None:
+        """ANALYZE now when the newest id is at least twice what it was at the last one."""
+        with self._engine.connect() as conn:
+            newest = int(conn.execute(db.text(f"SELECT max(id) FROM {_TABLE}")).scalar() or 0)
+            with self._lock:
+                if newest < 2 * self._analysed_upto:
+                    return
+                self._analysed_upto = max(newest, 1)
+            conn.execute(db.text(f"ANALYZE (SKIP_LOCKED) {_TABLE}"))
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: a lock of its own."""
+        self._lock = threading.Lock()

@@ -44,13 +44,17 @@ def write_events(
     events: Sequence[EventLogEntry],
     rows: Sequence[dict[str, Any]] | None = None,
     after_insert: AfterInsert | None = None,
+    *,
+    asset_rows: bool = True,
 ) -> list[int]:
     """Store `events` (any run's events, in order) in one transaction; returns their ids.
 
     `rows` are their event rows when the caller made them (default: `_event_to_row`);
     `after_insert` runs in the transaction once they are inserted. Asset
     events get their indexed tags and `asset_keys` rows as stock dagster-postgres writes
-    them; the caller stores asset check events' extra rows (they need the committed ids).
+    them (not with `asset_rows` False: a run's planned rows written while it goes on, whose
+    `asset_keys` values its first ones set, and a later materialisation may have changed);
+    the caller stores asset check events' extra rows (they need the committed ids).
     """
     if rows is None:
         rows = [storage._event_to_row(event) for event in events]
@@ -64,7 +68,9 @@ def write_events(
         and event.dagster_event.asset_key is not None
     ]
     # Read before the transaction: the first call queries the database.
-    has_index_cols = storage.has_secondary_index(ASSET_KEY_INDEX_COLS) if asset_events else False
+    has_index_cols = (
+        storage.has_secondary_index(ASSET_KEY_INDEX_COLS) if asset_events and asset_rows else False
+    )
     with engine.connect() as autocommit:
         conn = autocommit.execution_options(isolation_level="READ COMMITTED")
         with conn.begin():
@@ -78,7 +84,7 @@ def write_events(
             event_ids = [int(event_id) for event_id in inserted.scalars()]
             if after_insert is not None:
                 after_insert(conn, rows, event_ids)
-            if asset_events:
+            if asset_events and asset_rows:
                 _write_asset_rows(storage, conn, asset_events, rows, event_ids, has_index_cols)
             _notify(conn, events, event_ids)
     return event_ids

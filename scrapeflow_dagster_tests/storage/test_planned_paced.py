@@ -6,10 +6,12 @@
   first `lead` rows per asset are there; as materialisations come (from the slices of two
   shards) the planned rows follow them `lead` ahead and no further; the run's end writes every
   row left, so each partition not materialised says the run planned it (FAILED once it
-  failed), and no materialised partition keeps this run's planned row.
+  failed), and no materialised partition keeps this run's planned row. A run whose events
+  are deleted meanwhile gets no more planned rows, not even when the storage is disposed of.
 """
 
 import dataclasses
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +65,14 @@ def test_the_frontier_follows_each_region_lead_ahead_and_skips_done_keys() -> No
     assert not frontier.complete
     assert frontier.rest() == list(range(34, 40))
     assert frontier.complete and frontier.ahead(100) == [] and frontier.rest() == []
+
+
+def test_a_region_opened_by_a_failure_writes_its_row() -> None:
+    frontier = Frontier(total=20, lead=2, written=2)
+    frontier.done([10], materialised=False)  # a shard's first key failed
+    assert frontier.ahead(100) == [10, 11, 12]
+    frontier.done([15])  # another shard's first key materialised: no row for it
+    assert frontier.ahead(100) == [16, 17]
 
 
 def _planned_keys(conn: db.Connection, run_id: str) -> set[str]:
@@ -136,4 +146,26 @@ def test_planned_rows_follow_the_run_on_postgres(
         )
         assert set(attempts) == set(keys) - done
         assert {run_id for run_id, _ in attempts.values()} == {RUN}
+    engine.dispose()
+
+
+def test_a_run_deleted_while_its_rows_are_paced_gets_no_more_rows(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    require_postgres_extra()
+    server: PostgresServer = request.getfixturevalue("postgres")
+    url = server.database("planned_paced_deleted")
+    lean = dataclasses.replace(POSTGRES_LEAN_WRITES, planned_rows_before_run=LEAD)
+    home = write_chain_home(tmp_path / "home", postgres_url=url, lean=lean)
+    keys = [f"host-page-{n:03d}" for n in range(60)]
+    engine = db.create_engine(url)
+    with instance_of(home) as instance, engine.connect() as conn:
+        storage = instance.event_log_storage
+        storage.store_event(planned_subset(RUN, "scrape", keys)[0])
+        assert _planned_keys(conn, RUN) == set(keys[:LEAD])
+        storage.delete_events(RUN)  # as `dagster run delete` does
+        assert not any(t.name.startswith("scrapeflow-planned") for t in threading.enumerate())
+        assert _planned_keys(conn, RUN) == set()
+    with engine.connect() as conn:  # the instance disposed: still nothing written
+        assert _planned_keys(conn, RUN) == set()
     engine.dispose()
