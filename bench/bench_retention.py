@@ -117,9 +117,12 @@ def measure(
     _run([PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)], env, folder)
     empty = _size(home, url) if url else 0
     per_task: list[float] = []
+    run_seconds: list[float] = []
     started = time.perf_counter()
     for number in range(1 + refreshes):
+        run_started = time.perf_counter()
         _run(materialize_cmd(OURS_MODULE, ASSETS, keys, FORCED if number else None), env, folder)
+        run_seconds.append(time.perf_counter() - run_started)
         if retention:
             _run([PYTHON, "-m", "scrapeflow_dagster.cli", "home", "prune"], env, folder)
         per_task.append((_size(home, url) - empty) / len(keys))
@@ -129,6 +132,7 @@ def measure(
         "bytes_per_task": per_task,
         "last_over_first": per_task[-1] / per_task[0],
         "seconds": time.perf_counter() - started,
+        "run_seconds": run_seconds,
     }
 
 
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--all-before",
         action="store_true",
-        help="also a Postgres retention home writing every planned row before the run",
+        help="also Postgres homes writing every planned row before the run (the baseline)",
     )
     parser.add_argument(
         "--backends", default="sqlite,pg", help="comma-separated: sqlite, pg (default both)"
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(
                         measure(root, site.url, args.tasks, args.refreshes, url=url, **options)
                     )
-                if retention and args.all_before:
+                if args.all_before:
                     with databases("retention_all_before") as url:
                         results.append(
                             measure(
@@ -201,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {r['name']:<18} after 1: {first:6.1f}  after {1 + args.refreshes}: {last:6.1f}"
             f"  last / first {r['last_over_first']:.2f}{target}  ({r['seconds']:.0f} s)"
         )
+        print(f"    runs: {' / '.join(f'{s:.1f}' for s in r['run_seconds'])} s")
     summary: dict[str, Any] = {}
     for backend in ("sqlite", "pg"):
         plain, kept = by_name.get(f"{backend}-plain"), by_name.get(f"{backend}-retention")
@@ -218,11 +223,16 @@ def main(argv: list[str] | None = None) -> int:
             lean = plain["bytes_per_task"][0] / stock_home["bytes_per_task"][0]
             summary.setdefault(backend, {})["lean_over_stock_one_run"] = lean
             print(f"  {backend}: one run, lean writes / stock rows: {lean:.2f}")
-        all_before = by_name.get(f"{backend}-retention-all-before")
-        if kept and all_before:
-            paced = kept["bytes_per_task"][-1] / all_before["bytes_per_task"][-1]
-            summary.setdefault(backend, {})["paced_over_all_before"] = paced
-            print(f"  {backend}: planned rows paced / all before, last refresh: {paced:.2f}")
+        for mode, home in (("plain", plain), ("retention", kept)):
+            all_before = by_name.get(f"{backend}-{mode}-all-before")
+            if home and all_before:
+                first = home["bytes_per_task"][0] / all_before["bytes_per_task"][0]
+                last = home["bytes_per_task"][-1] / all_before["bytes_per_task"][-1]
+                summary.setdefault(backend, {})[f"{mode}_paced_over_all_before"] = [first, last]
+                print(
+                    f"  {backend} {mode}: planned rows paced / all before the run:"
+                    f" {first:.2f} after 1 run, {last:.2f} after the last"
+                )
     if args.json:
         Path(args.json).write_text(
             json.dumps({"config": vars(args), "results": results, "summary": summary}, indent=1)
