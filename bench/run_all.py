@@ -423,16 +423,27 @@ def rows_retention(data: dict[str, Any], _out: str) -> list[Row]:
             ["retention", f"{name}: KB/task after {len(per)} runs", per[-1] / 1024, "", "-"]
         )
     for backend, s in (data.get("summary") or {}).items():
-        sqlite = backend == "sqlite"
         rows.append(
             [
                 "retention",
                 f"{backend}: last / first run, with retention",
                 s["retention_last_over_first"],
-                "<= 1.2" if sqlite else "",
-                _verdict(s["target_ok"]) if sqlite else "-",
+                "<= 1.2",
+                _verdict(s["target_ok"]),
             ]
         )
+        for mode in ("plain", "retention"):
+            paced = s.get(f"{mode}_paced_over_all_before")
+            if paced:
+                rows.append(
+                    [
+                        "retention",
+                        f"{backend} {mode}: planned rows paced / all before, last run",
+                        paced[-1],
+                        "",
+                        "-",
+                    ]
+                )
         rows.append(
             [
                 "retention",
