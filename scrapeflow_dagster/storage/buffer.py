@@ -365,7 +365,7 @@ class BufferedEventLog:
         super().delete_events(run_id)  # type: ignore[misc]
 
     def wipe(self) -> None:
-        self._planned_behind.wait()
+        self._planned_behind.wait(discard=True)  # every run's rows are about to go
         self.flush()
         super().wipe()  # type: ignore[misc]
 

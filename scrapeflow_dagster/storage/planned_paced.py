@@ -23,18 +23,19 @@ A chunk holds the event log's insert lock (`postgres_write`) while it checks wha
 rows (`planned_behind.drop_superseded`), as SQLite's write lock does there. What is left is
 written at once, unpaced: when the run ends (its end event in the log, or stored by this
 process, which waits for it: `PlannedBehind.wait`), when the storage is disposed of, and when
-the process's main thread ends; nothing more once the run's events are deleted
-(`PlannedBehind.discard`). A failed read or write is tried again for up to `RETRY_SECONDS`.
-Left as it is: partitions more than `lead` ahead of the run show missing, not in progress,
-until the run gets near them (the UI's in-progress count is about the lead per region, a
-region per shard); a region whose keys neither materialise nor fail (a shard that hangs) gets
-no planned rows until the run ends. Where the run executes in another process (launched by
-the daemon), its end is seen at the next read (0.5-5 s) and the rest written after it: until
-then its unattempted and failed partitions read missing, not FAILED. A run that never logs an
-end (its process killed, no run monitoring) keeps its thread reading, every 5 s, until the
-process that created it ends, which then writes the rest; a process killed with SIGKILL
-writes none, and those partitions read missing (the inbox sensor runs missing tasks again).
-Each thread keeps its asset's sorted keys for the whole run (~60 MB per asset at a million).
+the process's main thread ends; nothing more once the run's events are deleted (through this
+process, `PlannedBehind.discard`, or any other: seen at the next read). A failed read or write
+is tried again for up to `RETRY_SECONDS`. Left as it is: partitions more than `lead` ahead of
+the run show missing, not in progress, until the run gets near them (the UI's in-progress count
+is about the lead per region, a region per shard); a region whose keys neither materialise nor
+fail (a shard that hangs) gets no planned rows until the run ends. Where the run executes in
+another process (launched by the daemon), its end is seen at the next read (0.5-5 s) and the
+rest written after it: until then its unattempted and failed partitions read missing, not
+FAILED. A run that never logs an end (its process killed, no run monitoring) keeps its thread
+reading, every 5 s, until the process that created it ends, which then writes the rest; a
+process killed with SIGKILL writes none, and those partitions read missing (the inbox sensor
+runs missing tasks again). Each thread keeps its asset's sorted keys for the whole run (~60 MB
+per asset at a million).
 """
 
 import bisect
@@ -75,6 +76,7 @@ class Progress:
     observed: list[str]
     ended: bool
     upto: int
+    gone: bool = False  # the run's events deleted (by any process): nothing more is written
 
 
 ReadProgress = Callable[[int], Progress]
@@ -168,6 +170,8 @@ def write_paced(
     main = threading.main_thread()
     while not (finish.is_set() or not main.is_alive()):
         progress = _retried(functools.partial(read_progress, upto), discard)
+        if progress.gone:
+            return count
         upto = progress.upto
         frontier.done(_positions(keys, progress.materialised))
         frontier.done(_positions(keys, progress.observed), materialised=False)
@@ -206,7 +210,7 @@ def _retried(call: Callable[[], _T], discard: threading.Event) -> _T:
             if time.monotonic() + delay > deadline:
                 raise
             logger.warning("planned rows ahead of a run: %s; trying again in %.1f s", exc, delay)
-        time.sleep(delay)
+        discard.wait(delay)
         delay = min(2 * delay, MAX_POLL_SECONDS)
 
 

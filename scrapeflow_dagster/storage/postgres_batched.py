@@ -109,6 +109,7 @@ WHERE run_id = :run_id AND id > :after AND id <= :upto AND asset_key = :asset_ke
   AND dagster_event_type IN ('{MATERIALIZATION_TYPE}', '{OBSERVATION_TYPE}')
 """
 )
+_RUN_KEPT = db.text("SELECT 1 FROM event_logs WHERE run_id = :run_id LIMIT 1")
 _RUN_ENDED = db.text(
     f"""
 SELECT 1 FROM event_logs
@@ -295,11 +296,13 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
                 {"run_id": run_id, "asset_key": asset_key, "after": after, "upto": upto},
             ).all()
             ended = conn.execute(_RUN_ENDED, {"run_id": run_id, "since": since}).first()
+            kept = conn.execute(_RUN_KEPT, {"run_id": run_id}).first()
         return Progress(
             materialised=[key for key, kind in found if kind == MATERIALIZATION_TYPE and key],
             observed=[key for key, kind in found if kind == OBSERVATION_TYPE and key],
             ended=ended is not None,
             upto=upto,
+            gone=kept is None,  # its first planned rows are there until the run is deleted
         )
 
     def dispose(self) -> None:

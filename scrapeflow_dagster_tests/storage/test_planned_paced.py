@@ -39,6 +39,7 @@ from scrapeflow_dagster_tests.support.postgres import PostgresServer
 
 PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
 LEAD = 5
+KEYS = [f"host-page-{n:03d}" for n in range(60)]
 # The thread reads the run's progress every 0.5 s: what it writes shows up well within this.
 SETTLE_SECONDS = 15.0
 
@@ -85,6 +86,31 @@ def _planned_keys(conn: db.Connection, run_id: str) -> set[str]:
     return {partition for (partition,) in found}
 
 
+def _last_analyze(conn: db.Connection) -> str | None:
+    found = conn.execute(
+        db.text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'event_logs'")
+    ).scalar()
+    return None if found is None else "set"
+
+
+def _paced_home(
+    tmp_path: Path, request: pytest.FixtureRequest, name: str
+) -> tuple[Path, db.Engine]:
+    """A Postgres home writing LEAD planned rows per asset ahead of a run, and an engine on
+    its database (dispose of it)."""
+    require_postgres_extra()
+    server: PostgresServer = request.getfixturevalue("postgres")
+    url = server.database(f"planned_paced_{name}")
+    lean = dataclasses.replace(POSTGRES_LEAN_WRITES, planned_rows_before_run=LEAD)
+    home = write_chain_home(
+        tmp_path / "home",
+        policy=RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None),
+        postgres_url=url,
+        lean=lean,
+    )
+    return home, db.create_engine(url)
+
+
 def _settles(read, expected: set[str]) -> set[str]:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + SETTLE_SECONDS
     while (found := read()) != expected and time.monotonic() < deadline:
@@ -98,19 +124,9 @@ def test_planned_rows_follow_the_run_on_postgres(
 ) -> None:
     # "another process": the run's events come through a storage of their own (a run the
     # daemon launched), so its end is seen in the event log, not waited for.
-    require_postgres_extra()
-    server: PostgresServer = request.getfixturevalue("postgres")
-    url = server.database(f"planned_paced_{run_in.split()[0]}")
-    lean = dataclasses.replace(POSTGRES_LEAN_WRITES, planned_rows_before_run=LEAD)
-    home = write_chain_home(
-        tmp_path / "home",
-        policy=RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=None),
-        postgres_url=url,
-        lean=lean,
-    )
-    keys = [f"host-page-{n:03d}" for n in range(60)]
-    first, second = split_keys(keys, 2)  # two shards' slices of the sorted keys
-    engine = db.create_engine(url)
+    home, engine = _paced_home(tmp_path, request, f"follow_{run_in.split()[0]}")
+    first, second = split_keys(KEYS, 2)  # two shards' slices of the sorted keys
+    keys = KEYS
     with (
         instance_of(home) as instance,
         instance_of(home) as other,
@@ -134,6 +150,8 @@ def test_planned_rows_follow_the_run_on_postgres(
 
         materialise(first[:4])  # the first shard's first keys
         assert _settles(planned, set(first[4 : 4 + LEAD])) == set(first[4 : 4 + LEAD])
+        # Its first chunk analysed the table (`GrowthAnalyze`): the chunk's check needs it.
+        assert _settles(lambda: {_last_analyze(conn)} - {None}, {"set"}) == {"set"}
         # A failed partition: an observation, the run gets on, its planned row stays.
         runs.store_event(observed(RUN, "scrape", first[4]))
         runs.flush()
@@ -160,23 +178,30 @@ def test_planned_rows_follow_the_run_on_postgres(
     engine.dispose()
 
 
+@pytest.mark.parametrize("deleted_by", ["the creating process", "another process"])
 def test_a_run_deleted_while_its_rows_are_paced_gets_no_more_rows(
-    tmp_path: Path, request: pytest.FixtureRequest
+    deleted_by: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    require_postgres_extra()
-    server: PostgresServer = request.getfixturevalue("postgres")
-    url = server.database("planned_paced_deleted")
-    lean = dataclasses.replace(POSTGRES_LEAN_WRITES, planned_rows_before_run=LEAD)
-    home = write_chain_home(tmp_path / "home", postgres_url=url, lean=lean)
-    keys = [f"host-page-{n:03d}" for n in range(60)]
-    engine = db.create_engine(url)
-    with instance_of(home) as instance, engine.connect() as conn:
+    home, engine = _paced_home(tmp_path, request, f"deleted_{deleted_by.split()[0]}")
+    keys = KEYS
+
+    def pacing() -> bool:
+        return any(t.name.startswith("scrapeflow-planned") for t in threading.enumerate())
+
+    with instance_of(home) as instance, instance_of(home) as other, engine.connect() as conn:
         storage = instance.event_log_storage
         storage.store_event(planned_subset(RUN, "scrape", keys)[0])
-        assert _planned_keys(conn, RUN) == set(keys[:LEAD])
-        storage.delete_events(RUN)  # as `dagster run delete` does
-        assert not any(t.name.startswith("scrapeflow-planned") for t in threading.enumerate())
+        assert _planned_keys(conn, RUN) == set(keys[:LEAD]) and pacing()
+        if deleted_by == "the creating process":  # as `dagster run delete` does
+            storage.delete_events(RUN)
+            assert not pacing()
+        else:  # seen at the thread's next read
+            other.event_log_storage.delete_events(RUN)
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while pacing() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not pacing()
         assert _planned_keys(conn, RUN) == set()
-    with engine.connect() as conn:  # the instance disposed: still nothing written
+    with engine.connect() as conn:  # the instances disposed: still nothing written
         assert _planned_keys(conn, RUN) == set()
     engine.dispose()
