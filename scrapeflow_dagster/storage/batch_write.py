@@ -37,6 +37,8 @@ VALUE_SETTING_EVENT_TYPES = frozenset(
 # The same, as the strings events carry (`event_type` builds an enum member on each call).
 MATERIALIZATION_TYPE = DagsterEventType.ASSET_MATERIALIZATION.value
 PLANNED_TYPE = DagsterEventType.ASSET_MATERIALIZATION_PLANNED.value
+# The newest event id (the storages read it before and while a run's planned rows go in).
+MAX_EVENT_ID = db.text("SELECT max(id) FROM event_logs")
 _VALUE_SETTING = frozenset(kind.value for kind in VALUE_SETTING_EVENT_TYPES)
 
 

@@ -70,7 +70,7 @@ TEMPLATED_EVENT_TYPES = frozenset(
 BUFFERED_EVENT_TYPES = TEMPLATED_EVENT_TYPES | {DagsterEventType.ASSET_OBSERVATION}
 _BUFFERED = frozenset(kind.value for kind in BUFFERED_EVENT_TYPES)
 # A run's end waits for its planned rows written behind its start (`planned_behind`).
-_RUN_ENDS = frozenset(
+RUN_END_TYPES = frozenset(
     kind.value
     for kind in (
         DagsterEventType.RUN_SUCCESS,
@@ -263,7 +263,7 @@ class BufferedEventLog:
     def _wait_at_run_ends(self, events: Sequence[EventLogEntry]) -> None:
         for event in events:
             dagster_event = event.dagster_event
-            if dagster_event is not None and dagster_event.event_type_value in _RUN_ENDS:
+            if dagster_event is not None and dagster_event.event_type_value in RUN_END_TYPES:
                 self._planned_behind.wait(event.run_id)
 
     @property

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as db
-from dagster._core.events import ASSET_CHECK_EVENTS, DagsterEventType
+from dagster._core.events import ASSET_CHECK_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.config import pg_config
 from dagster._serdes import ConfigurableClassData
@@ -55,10 +55,11 @@ from dagster_postgres.utils import (
 )
 from sqlalchemy.engine import Connection
 
-from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE
+from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE, MAX_EVENT_ID
 from scrapeflow_dagster.storage.buffer import (
     DEFAULT_MAX_BUFFER_SECONDS,
     DEFAULT_MAX_BUFFERED_EVENTS,
+    RUN_END_TYPES,
     BufferedEventLog,
     buffer_config_fields,
     is_buffered,
@@ -91,17 +92,8 @@ def _is_asset_failure(event: EventLogEntry) -> bool:
     return event.dagster_event is not None and event.dagster_event.is_asset_failed_to_materialize
 
 
-_MAX_EVENT_ID = db.text("SELECT max(id) FROM event_logs")
-# What a run did to an asset since the last read, and whether it ended (`planned_paced`):
-# through the `(run_id, id)` index, only the run's rows since then.
-_RUN_END_TYPES = frozenset(
-    kind.value
-    for kind in (
-        DagsterEventType.RUN_SUCCESS,
-        DagsterEventType.RUN_FAILURE,
-        DagsterEventType.RUN_CANCELED,
-    )
-)
+# What a run did to an asset since the last read (`planned_paced`): through the
+# `(run_id, id)` index, only the run's rows since then.
 _RUN_PROGRESS = db.text(
     f"""
 SELECT partition, dagster_event_type FROM event_logs
@@ -113,7 +105,7 @@ _RUN_KEPT = db.text("SELECT 1 FROM event_logs WHERE run_id = :run_id LIMIT 1")
 _RUN_ENDED = db.text(
     f"""
 SELECT 1 FROM event_logs
-WHERE dagster_event_type IN ({", ".join(f"'{kind}'" for kind in sorted(_RUN_END_TYPES))})
+WHERE dagster_event_type IN ({", ".join(f"'{kind}'" for kind in sorted(RUN_END_TYPES))})
   AND id > :since AND run_id = :run_id
 LIMIT 1
 """
@@ -263,7 +255,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
 
     def _planned_since(self) -> int:
         with self._engine.connect() as conn:
-            return int(conn.execute(_MAX_EVENT_ID).scalar() or 0)
+            return int(conn.execute(MAX_EVENT_ID).scalar() or 0)
 
     def _write_planned_behind(
         self, events: Sequence[EventLogEntry], rows: Sequence[Row], since: int
@@ -290,7 +282,7 @@ class BatchedPostgresEventLogStorage(BufferedEventLog, PostgresEventLogStorage):
         # whatever that order (a writer of a stock version takes no lock): a few rows through
         # the `(dagster_event_type, id)` index.
         with self._engine.connect() as conn:
-            upto = int(conn.execute(_MAX_EVENT_ID).scalar() or 0)
+            upto = int(conn.execute(MAX_EVENT_ID).scalar() or 0)
             found = conn.execute(
                 _RUN_PROGRESS,
                 {"run_id": run_id, "asset_key": asset_key, "after": after, "upto": upto},

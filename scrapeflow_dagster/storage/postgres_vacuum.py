@@ -31,6 +31,8 @@ import sqlalchemy as db
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from sqlalchemy.engine import Engine
 
+from scrapeflow_dagster.storage.batch_write import MAX_EVENT_ID
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_FRACTION = 0.05
@@ -126,7 +128,7 @@ class GrowthAnalyze:
         raises (the check runs on older statistics, as it would without this)."""
         try:
             with self._engine.connect() as conn:
-                newest = int(conn.execute(db.text(f"SELECT max(id) FROM {_TABLE}")).scalar() or 0)
+                newest = int(conn.execute(MAX_EVENT_ID).scalar() or 0)
             if newest < 2 * self._analysed_upto or not self._analyse():
                 return
         except Exception as exc:

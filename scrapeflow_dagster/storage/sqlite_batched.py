@@ -55,6 +55,7 @@ from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
 
 from scrapeflow_dagster.storage.batch_write import (
+    MAX_EVENT_ID,
     AfterInsert,
     rows_by_run,
     write_index_shard,
@@ -300,7 +301,7 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
 
     def _planned_since(self) -> int:
         with self.index_connection() as conn:
-            return int(conn.execute(_MAX_EVENT_ID).scalar() or 0)
+            return int(conn.execute(MAX_EVENT_ID).scalar() or 0)
 
     def _write_planned_behind(
         self, events: Sequence[EventLogEntry], rows: Sequence[Row], since: int
@@ -309,6 +310,3 @@ class BatchedSqliteEventLogStorage(BufferedEventLog, SqliteEventLogStorage):
         # run's own start would wait for every chunk (it did, 13 s at 100,000 tasks). Events
         # this process has not written yet come after the chunk, as on a stock home.
         self._write_rows(events, rows, planned_since=since)
-
-
-_MAX_EVENT_ID = db.text("SELECT max(id) FROM event_logs")
