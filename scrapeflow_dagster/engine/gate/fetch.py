@@ -78,6 +78,8 @@ async def fetch(
     *,
     validate: ResponseCallback | None = None,
     conditional: dict[str, str] | None = None,
+    method: str | None = None,
+    data: bytes | None = None,
 ) -> Fetched:
     """Fetch `params["url"]` (a JSON POST when `params["post_payload"]` is set) with retries,
     through the gate: the address guard of the task's trust, robots.txt, host slots, redirects
@@ -87,7 +89,9 @@ async def fetch(
     honoured up to a cap); proxy errors and blocks are charged to the proxy and retried through
     another one, on a separate budget. `validate` may raise `RuntimeError` for a block page.
     With `conditional` headers (If-None-Match / If-Modified-Since), a 304 is an answer too: it
-    comes back with an empty body and status 304.
+    comes back with an empty body and status 304. `method` (default: POST with a payload, else
+    GET) and `data` (a raw body, sent as given) are for requests that are not a task's own: a
+    rendered page's subrequests, a user executor's `context.fetch`; a HEAD answer has no body.
 
     Raises:
         ScrapeError: the last failure, with `attempts` and `proxy_host` attributes set.
@@ -122,7 +126,7 @@ async def fetch(
                         route=route,
                     )
             body, response, final_route = await request_once(
-                context, route, url, params, proxy, conditional
+                context, route, url, params, proxy, conditional, method=method, data=data
             )
             if validate is not None:
                 try:

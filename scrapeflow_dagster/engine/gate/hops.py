@@ -63,6 +63,9 @@ async def request_once(
     params: dict[str, Any],
     proxy: str | None,
     conditional: dict[str, str] | None = None,
+    *,
+    method: str | None = None,
+    data: bytes | None = None,
 ) -> tuple[bytes, aiohttp.ClientResponse, Route]:
     """One try of a request for `url` with the task's `params`, redirects followed hop by hop.
 
@@ -74,13 +77,15 @@ async def request_once(
     """
     settings = context.settings
     payload = params.get("post_payload")
-    method = "POST" if payload is not None else "GET"
+    if method is None:
+        method = "POST" if payload is not None or data is not None else "GET"
+    method = method.upper()
     # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
     verify = bool(params.get("verify_tls", settings.verify_tls))
     current, hops = url, 0
     while True:
-        # The task's headers and cookies (credentials, often) go to its own host only.
-        own_host = current.raw_host == url.raw_host
+        # The task's headers and cookies (credentials, often) go to its own origin only.
+        own_host = keeps_credentials(url, current)
         headers = params.get("headers") if own_host else None
         if conditional and own_host:
             headers = {**(headers or {}), **conditional}
@@ -95,7 +100,8 @@ async def request_once(
                 async with route.session.request(
                     method,
                     current,
-                    json=payload if method == "POST" else None,
+                    json=payload if method == "POST" and data is None else None,
+                    data=data if method not in ("GET", "HEAD") else None,
                     cookies=params.get("cookies") if own_host else None,
                     headers=headers,
                     proxy=proxy,
@@ -106,11 +112,12 @@ async def request_once(
                     location = response.headers.get("Location")
                     if response.status in REDIRECTS and location is not None:
                         target = redirect_target(current, location)
-                        # As browsers do: 303, and 301/302 after a POST, go on as a GET.
-                        if response.status == 303 or (
+                        # As browsers do: 303 (but after a HEAD), and 301/302 after a POST, go
+                        # on as a GET without the body.
+                        if (response.status == 303 and method != "HEAD") or (
                             method == "POST" and response.status in (301, 302)
                         ):
-                            method = "GET"
+                            method, payload, data = "GET", None, None
                     else:
                         body, answer = await read_answer(context, response, proxy, conditional)
                         return body, answer, route
@@ -151,6 +158,19 @@ async def read_answer(
         # Content-Length is the decoded size.
         return await response.read(), response
     return await read_capped(response, cap), response
+
+
+def keeps_credentials(first: URL, hop: URL) -> bool:
+    """Whether a hop to `hop` of a request first sent to `first` may carry the task's headers
+    and cookies (Authorization, Cookie, API keys): only to the same origin, or to the same host
+    upgraded from http to https on the default ports. A change of host, port or scheme
+    otherwise drops them (Scrapy's CVE-2024-1968: Authorization kept on a redirect to http or
+    to another port of the host)."""
+    if hop.raw_host != first.raw_host:
+        return False
+    if hop.scheme == first.scheme:
+        return hop.port == first.port
+    return (first.scheme, first.port, hop.scheme, hop.port) == ("http", 80, "https", 443)
 
 
 def redirect_target(current: URL, location: str) -> URL:
