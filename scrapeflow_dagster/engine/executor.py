@@ -4,7 +4,8 @@ The engine's run stage lives in `engine.run`; this module keeps scrapeflow's imp
 (`from scrapeflow_dagster.engine.executor import execute_async, Context, taskify`) working.
 """
 
-from scrapeflow_dagster.engine.errors import UpstreamMissingError
+from scrapeflow_dagster.engine.errors import ScrapeError, UpstreamMissingError
+from scrapeflow_dagster.engine.gate.fetch import Fetched
 from scrapeflow_dagster.engine.run.context import (
     RECOGNISED_ERRORS,
     Context,
@@ -22,6 +23,7 @@ from scrapeflow_dagster.engine.run.context import (
 )
 from scrapeflow_dagster.engine.run.execute import execute_async
 from scrapeflow_dagster.engine.settings import DEFAULT_MAX_PARALLELISM, DEFAULT_TIMEOUT_SECONDS
+from scrapeflow_dagster.engine.tasks.urls import resolve_link
 
 __all__ = [
     "DEFAULT_MAX_PARALLELISM",
@@ -31,6 +33,8 @@ __all__ = [
     "Executor",
     "ExecutorOutput",
     "ExecutorResponse",
+    "Fetched",
+    "ScrapeError",
     "StepCallback",
     "TaskFunction",
     "Tasks",
@@ -40,5 +44,6 @@ __all__ = [
     "execute_async",
     "executor_name",
     "reads_stored_only",
+    "resolve_link",
     "taskify",
 ]

@@ -113,8 +113,6 @@ async def fetch(
             if provider is not None and proxy is None:
                 # Going direct would expose our address to a site we chose to reach via proxies.
                 raise ProxyError("no healthy proxy left in the pool (not going direct)")
-            if proxy is not None and route.guard is not None:
-                route.guard.exempt.add(URL(proxy).raw_host or "")  # resolved to reach the proxy
             if polite is not None:
                 # robots.txt is read (once per origin) through this try's proxy, if any.
                 with route.guarding(url, redact(str(url))):

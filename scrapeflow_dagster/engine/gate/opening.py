@@ -3,7 +3,7 @@ or those of fetches outside a run (`open_gate`: the sitemap reader), built the s
 there is no second way out."""
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,13 +13,19 @@ import aiohttp
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard, GuardedResolver
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
+from scrapeflow_dagster.engine.polite.sockets import GuardedSockets, hop_scope
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Context
+from scrapeflow_dagster.engine.run.task_session import TaskSession
 from scrapeflow_dagster.engine.settings import DEFAULT_TIMEOUT_SECONDS, ScrapeSettings
 
 
 def own_session(
-    parallelism: int, settings: ScrapeSettings, **connector_options: Any
+    parallelism: int,
+    settings: ScrapeSettings,
+    *,
+    middlewares: Sequence[aiohttp.ClientMiddlewareType] = (),
+    **connector_options: Any,
 ) -> aiohttp.ClientSession:
     """A session of the run's own: the connector's per-host limit backs up the politeness gate
     (0: none, for both), and no cookie jar is shared (tasks must not leak cookies into each
@@ -34,6 +40,7 @@ def own_session(
         connector=connector,
         headers={"User-Agent": settings.user_agent},
         cookie_jar=aiohttp.DummyCookieJar(),
+        middlewares=middlewares,
     )
 
 
@@ -55,12 +62,20 @@ async def guarded_session(
 ) -> AsyncIterator[aiohttp.ClientSession | None]:
     """The session of public routes when the guard is on (None otherwise): names resolved and
     checked for every new connection (a cached answer would skip the check, and a name may
-    resolve elsewhere the next time), its pool apart from the intranet routes' connections."""
+    resolve elsewhere the next time), every socket checked again as it is opened (literals and
+    redirects included, `polite.sockets`), its pool apart from the intranet routes'
+    connections."""
     if not guard.enabled:
         yield None
         return
-    resolver = GuardedResolver(guard)
-    async with own_session(parallelism, settings, resolver=resolver, use_dns_cache=False) as own:
+    async with own_session(
+        parallelism,
+        settings,
+        middlewares=(hop_scope,),
+        resolver=GuardedResolver(guard),
+        use_dns_cache=False,
+        socket_factory=GuardedSockets(guard),
+    ) as own:
         yield own
 
 
@@ -95,7 +110,7 @@ async def open_gate(
         try:
             yield Context(
                 dir=Path(status_dir),
-                session=session,
+                session=TaskSession(session, guard),
                 forced_executors=[],
                 semaphore=asyncio.Semaphore(parallelism),
                 timeout_seconds=DEFAULT_TIMEOUT_SECONDS,
@@ -103,6 +118,7 @@ async def open_gate(
                 settings=settings,
                 polite=polite,
                 guard=guard,
+                unguarded_session=session,
             )
         finally:
             await polite.aclose()

@@ -54,7 +54,9 @@ async def route_of(context: Context, url: URL, params: Mapping[str, Any]) -> Rou
         ValueError: naming the `trust` param when it holds an unknown value.
         RuntimeError: the context has no session.
     """
-    session = context.session
+    session = context.unguarded_session
+    if session is None and isinstance(context.session, aiohttp.ClientSession):
+        session = context.session  # a Context built by hand, as scrapeflow's were
     if session is None:
         raise RuntimeError("a request needs an aiohttp session in its context")
     trust = trust_of(params)

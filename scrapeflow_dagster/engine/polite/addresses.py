@@ -15,8 +15,11 @@ spelling a browser or the C library reads as an address (`literal_address`: `127
 `0x7f000001`, `0177.0.0.1`, `[::ffff:127.0.0.1]`, ...): aiohttp takes any all-digit host for
 a literal and hands it, unresolved, to `getaddrinfo`, which reads `127.1` as 127.0.0.1.
 
+Every connection of a guarded session is checked once more at the socket (`sockets`), where
+the only exemption is the connection to the proxy of the request being sent.
+
 Limits: a request through a proxy is resolved by the proxy (only literals are checked); a
-session you pass to `execute_async` yourself has no guarded resolver (literals only).
+session you pass to `execute_async` yourself is used for intranet tasks only.
 """
 
 import asyncio
@@ -26,7 +29,7 @@ import ipaddress
 import socket
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 from ada_url import URL as WhatwgURL
@@ -157,6 +160,28 @@ class _Scope:
 _current: ContextVar[_Scope | None] = ContextVar("scrapeflow_address_scope", default=None)
 
 
+@dataclass
+class Hop:
+    """The request being sent in this asyncio task (set by `sockets.hop_scope`): what it is,
+    and the proxy it goes through, whose addresses the resolver fills in as it answers."""
+
+    what: str  # its URL, redacted when named in a refusal
+    proxy_host: str | None
+    proxy_addresses: set[str] = field(default_factory=set)
+
+    def reaches_proxy(self, address: str) -> bool:
+        """Whether a connection to `address` is this request's connection to its proxy."""
+        if self.proxy_host is None:
+            return False
+        if address in self.proxy_addresses:
+            return True
+        literal = literal_address(self.proxy_host)
+        return literal is not None and str(literal) == address
+
+
+current_hop: ContextVar[Hop | None] = ContextVar("scrapeflow_hop", default=None)
+
+
 class AddressGuard:
     """One run's address guard (see the module): which tasks are internal, what is allowed."""
 
@@ -166,10 +191,10 @@ class AddressGuard:
         self._internal_hosts: dict[str, bool] = {}
         # Set by the run: the session public tasks use (its connector resolves with the guard).
         self.session: aiohttp.ClientSession | None = None
-        # Proxy hosts: resolved for the connection to the proxy, never checked.
-        self.exempt: set[str] = set()
 
-    def _refusal(self, address: IpAddress) -> str | None:
+    def refusal(self, address: IpAddress) -> str | None:
+        """What makes `address` one a public task may not reach (`internal_kind`), None when
+        it is global or in an allowed network."""
         kind = internal_kind(address)
         if kind is None:
             return None
@@ -217,7 +242,7 @@ class AddressGuard:
             return
         literal = literal_address(host)
         if literal is not None:
-            kind = self._refusal(literal)
+            kind = self.refusal(literal)
             if kind is not None:
                 spelled = (
                     str(literal) if host.strip("[]") == str(literal) else f"{host} ({literal})"
@@ -244,7 +269,7 @@ class AddressGuard:
         refused: list[str] = []
         for result in results:
             address = ipaddress.ip_address(result["host"].split("%", 1)[0])
-            kind = self._refusal(address)
+            kind = self.refusal(address)
             if kind is None:
                 kept.append(result)
             else:
@@ -258,8 +283,9 @@ class AddressGuard:
 
 
 class GuardedResolver(AbstractResolver):
-    """aiohttp's default resolver, with every answer filtered by `guard` (proxy hosts, which
-    the guard exempts, are left alone)."""
+    """aiohttp's default resolver, with every answer filtered by `guard`, but the answer for
+    the proxy of the request being sent (`current_hop`): that connection is the proxy's own
+    hop, and the addresses it may reach are noted for the socket check (`sockets`)."""
 
     def __init__(self, guard: AddressGuard) -> None:
         self._inner = DefaultResolver()
@@ -269,7 +295,9 @@ class GuardedResolver(AbstractResolver):
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
-        if host in self._guard.exempt:
+        hop = current_hop.get()
+        if hop is not None and hop.proxy_host == host:
+            hop.proxy_addresses.update(result["host"].split("%", 1)[0] for result in results)
             return results
         scope = _current.get()
         what = scope.what if scope is not None and scope.host == host else host

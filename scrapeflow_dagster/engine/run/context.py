@@ -4,7 +4,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import aiohttp
 
@@ -13,8 +13,12 @@ from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.render.browser import RunBrowser
 from scrapeflow_dagster.engine.run.results import StepResult
+from scrapeflow_dagster.engine.run.task_session import TaskSession
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.schema import Params, StatusData
+
+if TYPE_CHECKING:  # the gate imports this module: its types only, for the checker
+    from scrapeflow_dagster.engine.gate.fetch import Fetched, ResponseCallback
 
 # scrapeflow's recognised failures: recorded per task, never fatal to the run.
 RECOGNISED_ERRORS: tuple[type[BaseException], ...] = (
@@ -29,8 +33,9 @@ class Context(NamedTuple):
 
     # The directory for status files and binary blobs.
     dir: Path
-    # To be used for async http requests.
-    session: aiohttp.ClientSession | None
+    # For an executor's own requests (`TaskSession`): checked against its task's trust at the
+    # socket, no redirect followed; `fetch` is the gate with robots.txt, host slots and redirects.
+    session: aiohttp.ClientSession | TaskSession | None
     # List of executor names that need to be forced, or ["all"].
     forced_executors: list[str]
     # Limits concurrency (kept for executors written against scrapeflow).
@@ -47,6 +52,58 @@ class Context(NamedTuple):
     guard: AddressGuard | None = None
     # The run's browser, for tasks marked `render: true` (started by the first; None: none).
     browser: RunBrowser | None = None
+    # The run's plain aiohttp session: no address guard, robots.txt, host slots or proxy. The
+    # gate sends intranet routes through it; an executor that uses it opts out of all that.
+    unguarded_session: aiohttp.ClientSession | None = None
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str | None = None,
+        headers: dict[str, str] | None = None,
+        cookies: dict[str, str] | None = None,
+        json: Any = None,
+        data: bytes | None = None,
+        validate: "ResponseCallback | None" = None,
+    ) -> "Fetched":
+        """Fetch `url` for the running task through the gate, as `scrape` fetches its page:
+        the address guard of the task's trust, robots.txt, the host's slot and delay, the
+        proxy (and the task's `country`), redirects followed and checked hop by hop, the body
+        cap, retries with backoff.
+
+        Args:
+            url: an absolute http(s) URL, requested as written (resolve a link first with
+                `engine.tasks.urls.resolve_link(page_url, href)`).
+            method: GET by default (POST with `json` or `data`); HEAD, PUT, ... as given.
+            headers: request headers, sent to `url`'s origin only (not after a redirect to
+                another host, port or scheme).
+            cookies: cookies, sent to `url`'s origin only.
+            json: a JSON body (a POST by default).
+            data: a raw body, sent as given.
+            validate: called with the body; raising `RuntimeError` marks a block page.
+
+        Returns:
+            The answer: `body`, `status`, `headers`, `final_url`, `attempts`, `proxy`.
+
+        Raises:
+            ScrapeError: the request failed (refused by the guard or robots.txt, an HTTP
+                error status, too large, too many redirects); its `kind` says whether a retry
+                may help. Uncaught, it fails the task like any `RuntimeError`.
+        """
+        # Imported here: the gate imports this module (the Context is its argument).
+        from scrapeflow_dagster.engine.gate.task_fetch import fetch_for_task
+
+        return await fetch_for_task(
+            self,
+            url,
+            method=method,
+            headers=headers,
+            cookies=cookies,
+            json=json,
+            data=data,
+            validate=validate,
+        )
 
 
 ExecutorOutput = dict[str, Any]

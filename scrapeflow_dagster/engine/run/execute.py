@@ -31,6 +31,7 @@ from scrapeflow_dagster.engine.run.context import (
 from scrapeflow_dagster.engine.run.deadlines import StepDeadlines
 from scrapeflow_dagster.engine.run.feed import Grow, TaskFeed
 from scrapeflow_dagster.engine.run.runner import Runner
+from scrapeflow_dagster.engine.run.task_session import TaskSession
 from scrapeflow_dagster.engine.settings import (
     DEFAULT_MAX_PARALLELISM,
     DEFAULT_TIMEOUT_SECONDS,
@@ -121,7 +122,9 @@ async def execute_async(
         max_parallelism: tasks in flight at once (default 100).
         proxy_provider: where `scrape` gets proxies; loaded before the first task.
         settings: request limits and retry policy (defaults: see `ScrapeSettings`).
-        session: an aiohttp session to use instead of a new one (then it is not closed here).
+        session: an aiohttp session to use instead of a new one (then it is not closed here):
+            the intranet routes' and `context.unguarded_session`; public tasks' requests go
+            through a guarded session of the run's own.
         on_step: called with a `StepResult` after every step of every task (and skips).
         before_write: called with a task's key before each write of its status file (a
             journaled `Ledger`'s `announce`).
@@ -172,7 +175,7 @@ async def execute_async(
         )
         context = Context(
             dir=directory,
-            session=live_session,
+            session=TaskSession(live_session, guard),
             forced_executors=_forced_names(force_executors),
             semaphore=asyncio.Semaphore(parallelism),
             timeout_seconds=timeout_seconds,
@@ -181,6 +184,7 @@ async def execute_async(
             polite=polite,
             guard=guard,
             browser=browser,
+            unguarded_session=live_session,
         )
         locks = TaskLocks(directory)
         runner = Runner(

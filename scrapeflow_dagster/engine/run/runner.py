@@ -39,6 +39,7 @@ from scrapeflow_dagster.engine.run.context import (
 )
 from scrapeflow_dagster.engine.run.deadlines import StepDeadlines
 from scrapeflow_dagster.engine.run.results import StepResult
+from scrapeflow_dagster.engine.run.task_session import current_task
 from scrapeflow_dagster.engine.state.files import load_status, write_status
 from scrapeflow_dagster.engine.state.locks import TaskLocks
 from scrapeflow_dagster.engine.state.schema import (
@@ -189,6 +190,7 @@ class Runner:
             except (StatusFileError, InvalidTaskError) as exc:
                 self._fail_task(key, exc, started)
                 return False
+            current_task.set(status)  # whose trust `context.session` and `fetch` act on
             missing = self._missing_requirement(status)
             if missing is not None:
                 self._fail_task(key, UpstreamMissingError(f"{missing} has not succeeded"), started)
