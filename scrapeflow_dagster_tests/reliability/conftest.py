@@ -15,6 +15,14 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
+
+# The advisory regressions' sites (`test_advisories*.py`), as fixtures of this folder.
+from scrapeflow_dagster_tests.reliability.advisory_sites import (  # noqa: F401
+    internal,
+    listener,
+    public,
+)
+from scrapeflow_dagster_tests.support.netns import public_host  # noqa: F401
 from scrapeflow_dagster_tests.support.processes import (
     PROXY_ENV_NAMES,
     init_dagster_home,

@@ -2,7 +2,8 @@
 delays that hold inside a run and across runs sharing a data dir on one machine.
 
 `robots` (fetch, parse with protego, cache in `<status dir>/.polite/robots/`), `hosts` (slots
-and delays per host:port, shared through `<status dir>/.polite/hosts/`), `gate` (`Politeness`:
+and delays per host:port, shared through `<status dir>/.polite/hosts/`), `addresses` (the address
+guard), `sockets` (a guarded session's connections checked as they open), `gate` (`Politeness`:
 what a run checks before a request and holds around it).
 
 May import: errors, redact, settings, state, tasks (`urls`: robots.txt redirects resolved as a
