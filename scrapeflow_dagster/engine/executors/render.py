@@ -21,6 +21,7 @@ from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.render.choice import Parsed
 from scrapeflow_dagster.engine.render.document import Rendered, render_document
+from scrapeflow_dagster.engine.render.final_url import real_final_url
 from scrapeflow_dagster.engine.render.routing import Document
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
@@ -48,28 +49,31 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
     browser = context.browser
     if browser is None:
         raise RenderError(browser_missing() or "this run has no browser to render pages in")
-    document = Document(
-        scraped.get("final_url") or status["params"]["url"], read_body(context, key), content_type
-    )
-    decision = await browser.choices.decide(document.url) if mode == RENDER_AUTO else None
+    stored_url = scraped.get("final_url") or status["params"]["url"]
+    # Judged by the URL's pattern (its host and path, as stored): no request made for a page
+    # that is not rendered.
+    decision = await browser.choices.decide(stored_url) if mode == RENDER_AUTO else None
     if decision is not None and not decision.render:
         return {"rendered": False, "choice": decision.reason}
     trust = INTRANET if scraped.get(INTRANET_PAGE) else PUBLIC
     learned = False
     try:
+        # The real URL, not the stored (redacted) one: the page must see its own URL.
+        url = await real_final_url(context, status["params"], scraped.get("final_url"))
+        document = Document(url, read_body(context, key), content_type)
         rendered = await render_document(context, browser, document, trust=trust)
         output = _stored(context, key, rendered)
         if decision is not None:
             output["choice"] = decision.reason
             if decision.compare:
                 needed = browser.choices.learn(
-                    document.url, _parsed_body(document), _parsed_dom(rendered)
+                    stored_url, _parsed_body(document), _parsed_dom(rendered)
                 )
                 learned = True
                 output["browser_needed"] = needed
     finally:
         if decision is not None and decision.compare and not learned:
-            browser.choices.forget_sample(document.url)  # its turn goes to another page
+            browser.choices.forget_sample(stored_url)  # its turn goes to another page
     return output
 
 

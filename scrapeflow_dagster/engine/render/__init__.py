@@ -8,6 +8,7 @@ Modules:
     routing: each request the browser makes, answered through `gate.fetch` (address guard,
         robots.txt, host slots, redirects, body cap, proxy) or refused.
     document: one task's stored document rendered: its DOM once loaded and settled.
+    final_url: the real URL a task's page is rendered at (its status holds it redacted).
 
 May import: errors, redact, settings, state, run (the context), gate, render. Never Dagster.
 """

@@ -3,10 +3,13 @@ closed with the run, driven by Playwright (the `browser` extra) from the run's e
 
 Chromium is launched unable to reach anything by itself: every request a page makes is
 intercepted and answered through the gate (`routing`), and, should one escape interception (a
-preconnect, a prefetch, a feature Playwright does not route), it goes to a proxy that does not
-exist (`127.0.0.1:9`, loopback included) with no name resolution at all, so it fails instead
-of going out. Service workers are blocked (their requests would not be routed) and WebSockets
-are answered by nobody.
+speculation rule's prefetch, a WebRTC TURN connection over TCP, WebTransport's QUIC), it goes
+to a proxy that does not exist (`127.0.0.1:9`, loopback included) with no name resolution at
+all (IP literals included), so it fails instead of going out; measured, each of the two alone
+stops all three. WebRTC's UDP is neither proxied nor resolved: WebRTC may use only proxied
+UDP (there is none), so a page's STUN packets and its ICE candidates' mDNS announcements never
+leave. Service workers are blocked (their requests would not be routed) and WebSockets are
+answered by nobody.
 
 Memory stays flat by recycling: a browser context (its cookies, cache and renderer processes)
 serves `pages_per_context` pages and is then replaced, closed once its last page is done; a
@@ -28,8 +31,14 @@ logger = logging.getLogger(__name__)
 
 # A request that escaped interception goes here, and fails: nothing listens on the discard port.
 _NOWHERE_PROXY = "http://127.0.0.1:9"
+# WebRTC's IP handling policy: no UDP but through a proxy. Chrome reads the pref's switch
+# (`--webrtc-ip-handling-policy`; measured on Chromium 156: a page's STUN packets to a loopback
+# port, 5 without it, 0 with it), content_shell and the old headless shell the `--force-` one.
+_NO_DIRECT_UDP = "disable_non_proxied_udp"
 CHROMIUM_ARGS = (
-    "--host-resolver-rules=MAP * ~NOTFOUND",  # no name resolves: nothing direct goes out
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # no host resolves, an IP literal neither
+    f"--webrtc-ip-handling-policy={_NO_DIRECT_UDP}",
+    f"--force-webrtc-ip-handling-policy={_NO_DIRECT_UDP}",
     "--dns-prefetch-disable",
     "--disable-background-networking",  # no update checks, no safe-browsing fetches
     "--disable-component-update",

@@ -119,7 +119,8 @@ class GateRouter:
             await _quietly(route.abort("blockedbyclient"))
             return
         params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers)}
-        fetching = asyncio.ensure_future(fetch(self.context, params))
+        # The page's own method: a HEAD sent as a GET would fetch (and cap) a whole body.
+        fetching = asyncio.ensure_future(fetch(self.context, params, method=request.method))
         self._fetches.add(fetching)
         try:
             fetched = await fetching
