@@ -31,6 +31,8 @@ DEFAULT_RESPECT_ROBOTS_TXT = True
 DEFAULT_ROBOTS_MAX_AGE_SECONDS = 24 * 3600.0  # a cached robots.txt older than this is re-fetched
 DEFAULT_MAX_PER_HOST = 8  # requests in flight per host:port, across runs (Scrapy's default)
 DEFAULT_PER_HOST_DELAY_SECONDS = 0.0  # between request starts at one host, across runs
+# Other origins one sitemap reading may look at (see `SitemapSettings`).
+DEFAULT_MAX_OTHER_ORIGINS_PER_READING = 50
 # What installs the Markdown converter `page_markdown` needs.
 MARKDOWN_EXTRA = "pip install 'scrapeflow-dagster[markdown]'"
 # What installs the browser driver a task marked `render: true` needs (Playwright; the browser
@@ -138,6 +140,32 @@ class PoliteSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SitemapSettings:
+    """What one sitemap reading (`engine.crawl.sitemaps`) may cost, whatever the files say.
+
+    A sitemap may name entries on any number of other origins; each one costs a DNS lookup of
+    its host (the address guard) and a read of its robots.txt (sitemaps.org cross-submission).
+    The origins of the seeds and of the sitemaps given, and those a file already lists, cost
+    nothing; past the cap, entries on further origins are skipped as `over_budget` (counted,
+    as a frontier row each, and named in a problem of the reading), never looked up.
+
+    Raises:
+        ValueError: naming the setting when a number is negative.
+    """
+
+    # The other origins one reading looks up and asks robots.txt of (1,000 sitemap files of
+    # 50,000 entries each would otherwise be 50 million of each).
+    max_other_origins_per_reading: int = DEFAULT_MAX_OTHER_ORIGINS_PER_READING
+
+    def __post_init__(self) -> None:
+        if self.max_other_origins_per_reading < 0:
+            raise ValueError(
+                "sitemap max_other_origins_per_reading must not be negative, "
+                f"got {self.max_other_origins_per_reading}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class ScrapeSettings:
     """Per-request limits for the `scrape` executors."""
 
@@ -162,3 +190,5 @@ class ScrapeSettings:
     render: RenderSettings = field(default_factory=RenderSettings)
     # What `pages` learns about each page's changes, and the bodies kept to diff them.
     revisit: RevisitSettings = field(default_factory=RevisitSettings)
+    # What one sitemap reading may cost (`crawl --sitemap`, robots.txt `Sitemap:` lines).
+    sitemaps: SitemapSettings = field(default_factory=SitemapSettings)

@@ -3,9 +3,12 @@ lines of robots.txt, parsed by `ultimate-sitemap-parser` (XML, text and feed sit
 
 Every file, and every robots.txt asked, is fetched through the gate (`engine.gate`), as a
 task's page is: the address guard, robots.txt, host slots and delays, redirects checked hop by
-hop, the body cap, the proxy. Each URL a sitemap gives inherits the trust of what gave it
-(`state.trust`): a sitemap fetched from a public address lists public pages only, so an entry
-or child on an internal address is refused (`refused_address`).
+hop, the body cap, the proxy (`sitemap_robots`). Each URL a sitemap gives inherits the trust
+of what gave it (`state.trust`): a sitemap fetched from a public address lists public pages
+only, so an entry or child on an internal address is refused (`refused_address`); a robots.txt
+`Sitemap:` line, the trust of robots.txt's final answer (a seed's robots.txt redirected to a
+public host announces public sitemaps). Nothing but http(s) is fetched: an entry in another
+scheme (`file:`, `ftp:`, `gopher:`, `data:`) is skipped (`out_of_scope`).
 
 A file read is kept (`sitemap_cache`) and not asked again while younger than
 `robots_max_age_seconds` (unless `reread`), then asked conditionally: a crawl run again is
@@ -14,6 +17,10 @@ silent.
 The sitemaps.org host rule: the entries and child sitemaps of a file must be on its own site
 (`site_of`: host and port), unless the robots.txt of the entry's origin announces the file (or
 an index above it): cross-submission. The others are skipped (`other_host`), never fetched.
+The host rule is applied before the guard looks an entry's host up: an origin a file does not
+list costs one lookup and one robots.txt read, and one reading looks at no more than
+`max_other_origins_per_reading` (`SitemapSettings`) of them; entries on the others are skipped
+(`over_budget`).
 """
 
 import dataclasses
@@ -26,15 +33,17 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from scrapeflow_dagster.engine.crawl.scope import OUT_OF_SCOPE, OVER_BUDGET
 from scrapeflow_dagster.engine.crawl.sitemap_cache import (
     cached_sitemap,
     keep_sitemap,
     touch_sitemap,
 )
+from scrapeflow_dagster.engine.crawl.sitemap_robots import Announced, read_announced
+from scrapeflow_dagster.engine.crawl.sitemap_urls import FETCHED_SCHEMES, fetchable_url, site_of
 from scrapeflow_dagster.engine.errors import AddressRefusedError, ScrapeError
 from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.gate.hops import NOT_MODIFIED
-from scrapeflow_dagster.engine.gate.route import route_of
 from scrapeflow_dagster.engine.polite.addresses import GuardedResolver
 from scrapeflow_dagster.engine.polite.robots import origin_of
 from scrapeflow_dagster.engine.redact import redact
@@ -49,6 +58,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 LISTED = "added"  # a page: it becomes a seed (or is one already)
 OTHER_HOST = "other_host"  # on another origin, not cross-submitted: skipped
 REFUSED_ADDRESS = "refused_address"  # on an internal address, learned from a public source
+# Also `OUT_OF_SCOPE` (not http(s)) and `OVER_BUDGET` (past `max_other_origins_per_reading`).
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ class Skipped:
 
     url: str
     sitemap: str  # the file (or robots.txt) that gave it
-    outcome: str  # OTHER_HOST or REFUSED_ADDRESS
+    outcome: str  # OTHER_HOST, REFUSED_ADDRESS, OUT_OF_SCOPE or OVER_BUDGET
     reason: str
 
 
@@ -102,7 +112,7 @@ class _File:
 
 class _Reader:
     """One reading: the queue of files, the answers of robots.txt files asked for
-    cross-submission, the hosts the guard already judged."""
+    cross-submission, the hosts the guard already judged, the other origins looked at."""
 
     def __init__(self, context: Context, *, reread: bool = False) -> None:
         self.context = context
@@ -110,8 +120,14 @@ class _Reader:
         self.reading = SitemapReading()
         self.queue: list[_File] = []
         self.seen: set[str] = set()
-        self._announced: dict[str, frozenset[str]] = {}  # origin -> sitemaps its robots.txt names
+        # (origin, trust asked with) -> what its robots.txt announces: one origin's answer is
+        # an intranet page for an intranet seed, never for a public one.
+        self._announced: dict[tuple[str, str], Announced] = {}
+        self._asked: set[str] = set()  # origins whose robots.txt was asked
         self._refused: dict[str, str | None] = {}  # host -> why the guard refuses it
+        self._budget = context.settings.sitemaps.max_other_origins_per_reading
+        self._others: set[str] = set()  # other origins looked at, within the budget
+        self._over_budget = False  # an entry was skipped for the budget (told once)
         self._resolver: GuardedResolver | None = None  # made on first use, closed by `close`
 
     async def close(self) -> None:
@@ -119,24 +135,39 @@ class _Reader:
         if self._resolver is not None:
             await self._resolver.close()
 
-    async def announced_by(self, url: URL, params: Mapping[str, Any]) -> frozenset[str]:
-        """The sitemaps robots.txt of `url`'s origin announces, read through the gate with the
-        trust of `params` (nothing when it cannot be read)."""
+    async def announced_by(self, url: URL, params: Mapping[str, Any]) -> Announced:
+        """What robots.txt of `url`'s origin announces, read through the gate (and the proxy)
+        with the trust of `params` (nothing when it cannot be read: a problem noted)."""
         origin = origin_of(url)
-        if origin in self._announced:
-            return self._announced[origin]
-        polite, found = self.context.polite, frozenset[str]()
-        if polite is not None:
-            try:
-                route = await route_of(self.context, url, params)
-                with route.guarding(url, f"robots.txt of {redact(origin)}"):
-                    rules = await polite.load(route.session, url, route=route)
-                if rules.parser is not None:
-                    found = frozenset(rules.parser.sitemaps)
-            except (ScrapeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                self.reading.problems.append(f"robots.txt of {redact(origin)}: {_why(exc)}")
-        self._announced[origin] = found
+        key = (origin, str(params.get(TRUST)))
+        if key in self._announced:
+            return self._announced[key]
+        found = Announced(frozenset())
+        try:
+            found = await read_announced(self.context, url, params)
+        except (ScrapeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            self.reading.problems.append(f"robots.txt of {redact(origin)}: {_why(exc)}")
+        self._announced[key] = found
+        self._asked.add(origin)
         return found
+
+    def within_budget(self, url: URL) -> bool:
+        """Whether the reading may look at `url`'s origin, one its file does not list: free
+        when already looked at, else while fewer than the budget were (the first refusal is
+        a problem of the reading)."""
+        origin = origin_of(url)
+        if origin in self._others or origin in self._asked:
+            return True
+        if len(self._others) < self._budget:
+            self._others.add(origin)
+            return True
+        if not self._over_budget:
+            self._over_budget = True
+            self.reading.problems.append(
+                f"more than {self._budget} other origins named: entries on the rest skipped "
+                "(max_other_origins_per_reading)"
+            )
+        return False
 
     async def refusal(self, url: URL, trust: str) -> str | None:
         """Why the guard refuses `url` to a source of `trust` (None: it may be fetched). A
@@ -163,22 +194,33 @@ class _Reader:
         self, file: _File, raw: str, trust: str, *, host_rule: bool = True
     ) -> URL | None:
         """`raw` (an entry or child of `file`, learned with `trust`) as the URL to request, or
-        None when it is skipped (recorded): refused by the guard, or (`host_rule`) on another
-        origin than `file`'s and not cross-submitted by its own robots.txt."""
+        None when it is skipped (recorded): not http(s), on an origin `file` does not list past
+        the reading's budget, refused by the guard, or (`host_rule`) on another origin than
+        `file`'s and not cross-submitted by its own robots.txt."""
         try:
             url = request_url(raw)
         except ValueError:
             self.reading.problems.append(f"{redact(file.url)}: {redact(raw)!r} is not a URL")
             return None
+        if url.scheme not in FETCHED_SCHEMES or not url.raw_host:
+            reason = "not an http(s) URL: never fetched"
+            self.reading.skipped.append(Skipped(raw, file.url, OUT_OF_SCOPE, reason))
+            return None
+        other = site_of(url) not in file.origins
+        # Before any lookup: a file naming endless hosts costs no more than the budget.
+        if other and not self.within_budget(url):
+            reason = f"past {self._budget} other origins in one reading"
+            self.reading.skipped.append(Skipped(raw, file.url, OVER_BUDGET, reason))
+            return None
         why = await self.refusal(url, trust)
         if why is not None:
             self.reading.skipped.append(Skipped(raw, file.url, REFUSED_ADDRESS, why))
             return None
-        if host_rule and site_of(url) not in file.origins:
+        if host_rule and other:
             # Cross-submission: robots.txt of the entry's origin announces this file or one
             # above it. That robots.txt is asked with the entry's trust.
             announced = await self.announced_by(url, {"url": str(url), TRUST: trust})
-            if not any(name in announced for name in (file.url, *file.above)):
+            if not any(name in announced.sitemaps for name in (file.url, *file.above)):
                 reason = f"not on {', '.join(sorted(file.origins))} and not cross-submitted"
                 self.reading.skipped.append(Skipped(raw, file.url, OTHER_HOST, reason))
                 return None
@@ -290,9 +332,9 @@ async def _read_all(
 ) -> None:
     for url in dict.fromkeys(sitemaps):
         try:
-            site = site_of(request_url(url))
-        except ValueError:
-            reader.reading.problems.append(f"{redact(url)!r} is not a URL")
+            site = site_of(fetchable_url(url))
+        except ValueError as exc:
+            reader.reading.problems.append(f"{redact(url)!r} {exc}")
             continue
         reader.queue.append(_File(url, None, (), frozenset({site})))
     for params in robots_of:
@@ -308,32 +350,24 @@ async def _read_all(
 
 
 async def _queue_announced(reader: _Reader, seed: Mapping[str, Any]) -> None:
-    """Queue the sitemaps the robots.txt of `seed`'s origin announces, with the trust of the
-    seed's page: public unless the seed is an intranet task on an internal address. A
-    robots.txt may announce sitemaps on any host (that is how they are cross-submitted): only
-    the guard judges them; the host rule applies to what they list."""
+    """Queue the sitemaps the robots.txt of `seed`'s origin announces, with the trust of its
+    final answer: public unless the seed is an intranet task and every hop of robots.txt was
+    answered from an internal address. A robots.txt may announce sitemaps on any host (that is
+    how they are cross-submitted): the guard and the reading's budget judge them; the host rule
+    applies to what they list."""
     try:
-        url = request_url(str(seed.get("url")))
-        route = await route_of(reader.context, url, seed)
+        url = fetchable_url(str(seed.get("url")))
     except ValueError as exc:
         reader.reading.problems.append(f"seed {redact(str(seed.get('url')))!r}: {exc}")
         return
-    trust = inherited_trust(await route.reached_intranet(url))
+    found = await reader.announced_by(url, seed)
+    trust = inherited_trust(found.intranet)
     robots = _File(f"{origin_of(url)}/robots.txt", trust, (), frozenset({site_of(url)}))
-    for announced in sorted(await reader.announced_by(url, seed)):
+    for announced in sorted(found.sitemaps):
         target = await reader.judge(robots, announced, trust, host_rule=False)
         if target is not None:
             origins = frozenset({site_of(url), site_of(target)})
             reader.queue.append(_File(announced, trust, (), origins))
-
-
-def site_of(url: URL) -> str:
-    """The site a sitemap may list pages of: its host, and its port when not the scheme's
-    default (sitemaps.org asks for one protocol too; a site moved to https whose sitemaps
-    still say http is common enough that both schemes count as one site)."""
-    port = url.explicit_port
-    host = (url.host or "").lower()
-    return host if port is None or port in (80, 443) else f"{host}:{port}"
 
 
 def _why(exc: BaseException) -> str:

@@ -6,7 +6,13 @@ means the rules are unknown, and then the whole origin counts as disallowed for 
 (nothing is fetched) but the tasks fail as transient, so a later run tries again. An older
 cached copy, when there is one, is used instead of that "unknown" (RFC 9309, 2.4).
 
-The cache is `<directory>/<origin>.json` (`origin`, `fetched_at`, `status`, `body`), written
+Where the final answer came from is kept too (`intranet`: an internal address answered it on
+an intranet route, every hop before it internal as well; see `state.trust`): the `Sitemap:` lines
+of a robots.txt an intranet seed's server redirected to a public host are public, as that host's
+links are. Only http(s) origins are asked; any other is unreachable without a request.
+
+The cache is `<directory>/<origin>.json` (`origin`, `fetched_at`, `status`, `body`,
+`intranet`; a copy without `intranet`, from an older version, counts as public), written
 atomically and re-fetched once older than `robots_max_age_seconds`; a per-origin lock file makes
 one process fetch while others sharing the folder wait and read its copy. A run keeps it in
 `<status dir>/.polite/robots/`; `cached_rules` reads it there without ever fetching (discovery
@@ -22,7 +28,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import aiohttp
 import orjson
@@ -43,6 +49,7 @@ _LOCK_POLL_SECONDS = 0.02
 # RFC 9309, 2.3.1.2: crawlers follow at least five consecutive redirects for robots.txt.
 MAX_ROBOTS_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_SCHEMES = ("http://", "https://")
 
 
 class HopRoute(Protocol):
@@ -59,8 +66,17 @@ class HopRoute(Protocol):
         """The address guard's scope for a hop to `url` (named `what` in refusals)."""
         ...
 
+    @property
+    def intranet(self) -> bool:
+        """Whether the route may reach internal addresses (an intranet task's)."""
+        ...
+
     async def after(self, answered: URL) -> "HopRoute":
         """The route of the hops after one answered from `answered`."""
+        ...
+
+    async def reached_intranet(self, final_url: URL) -> bool:
+        """Whether an answer from `final_url` on this route is an intranet page."""
         ...
 
 
@@ -77,6 +93,9 @@ class RobotsRules:
     parser: Protego | None  # None: no rules, everything allowed
     status: int | None  # the HTTP status robots.txt answered (None: no answer)
     unreachable: str | None = None  # why the rules are unknown (then nothing is allowed)
+    # The final answer came from an internal address on an intranet route (`state.trust`):
+    # what its `Sitemap:` lines may inherit. False (public) whenever in doubt.
+    intranet: bool = False
 
     def allows(self, url: str, user_agent: str) -> bool:
         """Whether `url` may be fetched by `user_agent` (False while the rules are unknown)."""
@@ -93,18 +112,30 @@ class RobotsRules:
 
 
 def origin_of(url: URL) -> str:
-    """`scheme://host:port` of `url`, the port always written (robots.txt is per origin)."""
-    return f"{url.scheme}://{url.host}:{url.port}"
+    """`scheme://host:port` of `url`, the port always written (robots.txt is per origin), an
+    IPv6 host in brackets (`http://[::1]:80`: unbracketed, its colons would read as a port)."""
+    host = url.host or ""
+    return f"{url.scheme}://{f'[{host}]' if ':' in host else host}:{url.port}"
 
 
 def _file_stem(origin: str) -> str:
     return _UNSAFE.sub("_", origin.replace("://", "-"))
 
 
-def _rules_of(status: int, body: str) -> RobotsRules:
+class _Answer(NamedTuple):
+    """What asking robots.txt got: the status and body (None: no answer), why not, and
+    whether the final answer was an intranet page."""
+
+    status: int | None
+    body: str | None
+    reason: str
+    intranet: bool = False
+
+
+def _rules_of(status: int, body: str, *, intranet: bool = False) -> RobotsRules:
     if 200 <= status < 300:
-        return RobotsRules(Protego.parse(body), status)
-    return RobotsRules(None, status)  # a 4xx: no robots.txt, so no rules
+        return RobotsRules(Protego.parse(body), status, intranet=intranet)
+    return RobotsRules(None, status, intranet=intranet)  # a 4xx: no robots.txt, so no rules
 
 
 def _cacheable(status: int | None) -> bool:
@@ -117,6 +148,7 @@ def _read_cache(path: Path) -> tuple[RobotsRules, float] | None:
         data = orjson.loads(path.read_bytes())
         fetched_at = parse_stamp(data["fetched_at"])
         status, body = int(data["status"]), str(data["body"])
+        intranet = data.get("intranet") is True  # absent (an older copy): public
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -125,7 +157,8 @@ def _read_cache(path: Path) -> tuple[RobotsRules, float] | None:
     if fetched_at is None:
         logger.warning("ignoring robots.txt cache %s: no fetch time", path)
         return None
-    return _rules_of(status, body), (utc_now() - fetched_at).total_seconds()
+    rules = _rules_of(status, body, intranet=intranet)
+    return rules, (utc_now() - fetched_at).total_seconds()
 
 
 def robots_cache_dir(status_dir: Path) -> Path:
@@ -197,6 +230,9 @@ class RobotsCache:
         known = self._rules.get(origin)
         if known is not None:
             return known
+        if not origin.startswith(_SCHEMES):
+            # Nothing but http(s) is ever asked (a `file:` or `gopher:` origin a sitemap named).
+            return RobotsRules(None, None, unreachable=f"{redact(origin)!r} is not http(s)")
         # By session too: a guarded route must not get the refusal (or the answer) of an
         # intranet route's load, nor the other way round.
         loading = (origin, verify_tls, id(session))
@@ -268,14 +304,21 @@ class RobotsCache:
             host = origin.split("://", 1)[1]
             slot = await hosts.acquire(host, delay_seconds=self._settings.per_host_delay_seconds)
         try:
-            status, body, reason = await self._download(session, origin, proxy, verify_tls, route)
+            answer = await self._download(session, origin, proxy, verify_tls, route)
         finally:
             if hosts is not None and slot is not None:
                 hosts.release(slot)
+        status, body, reason, intranet = answer
         if status is not None and body is not None and _cacheable(status):
-            record = {"origin": origin, "fetched_at": stamp(), "status": status, "body": body}
+            record = {
+                "origin": origin,
+                "fetched_at": stamp(),
+                "status": status,
+                "body": body,
+                "intranet": intranet,
+            }
             write_json_atomic(path, record)
-            return _rules_of(status, body)
+            return _rules_of(status, body, intranet=intranet)
         stale = _read_cache(path)
         if stale is not None:
             logger.warning(
@@ -291,9 +334,10 @@ class RobotsCache:
         proxy: str | None,
         verify_tls: bool,
         route: HopRoute | None,
-    ) -> tuple[int | None, str | None, str]:
-        """`(status, body, reason)`: the answer, or None and why there was none. Redirects are
-        followed here, each hop through `route` (aiohttp would follow them unchecked)."""
+    ) -> _Answer:
+        """The answer, or None and why there was none. Redirects are followed here, each hop
+        through `route` (aiohttp would follow them unchecked); the answer is an intranet page
+        only when `route` stayed an intranet route to its last hop, hop by hop."""
         url = URL(f"{origin}/robots.txt")
         try:
             for hop in range(MAX_ROBOTS_REDIRECTS + 1):
@@ -305,12 +349,14 @@ class RobotsCache:
                 with scope or contextlib.nullcontext():
                     answer, target = await self._answer(sending, url, proxy, verify_tls)
                 if target is None:
-                    return answer
+                    if route is None or not route.intranet:
+                        return answer
+                    return answer._replace(intranet=await route.reached_intranet(url))
                 if route is not None:
                     route = await route.after(url)
                 url = target
             # RFC 9309: past the redirects followed, robots.txt counts as unavailable (4xx).
-            return 404, "", f"more than {MAX_ROBOTS_REDIRECTS} redirects"
+            return _Answer(404, "", f"more than {MAX_ROBOTS_REDIRECTS} redirects")
         except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError):
             raise  # the proxy failed, not the site: the caller tries another proxy
         except (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError):
@@ -318,13 +364,13 @@ class RobotsCache:
         except aiohttp.ClientConnectorError as exc:
             if proxy is not None:
                 raise  # through a proxy, a failed connection is the proxy's (as in retry)
-            return None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}"
+            return _Answer(None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}")
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}"
+            return _Answer(None, None, f"{type(exc).__name__}: {redact(str(exc)) or 'no message'}")
 
     async def _answer(
         self, session: aiohttp.ClientSession, url: URL, proxy: str | None, verify_tls: bool
-    ) -> tuple[tuple[int | None, str | None, str], URL | None]:
+    ) -> tuple[_Answer, URL | None]:
         """One request for robots.txt at `url`: the answer, or where a redirect sends it."""
         cap = self._settings.robots_max_bytes
         async with session.get(
@@ -341,8 +387,8 @@ class RobotsCache:
             if response.status in _REDIRECTS and location is not None:
                 resolved = resolve_link(str(url), location)
                 if resolved is None:  # not http(s): as a 4xx, no rules
-                    return (404, "", f"redirect to {redact(location)!r}"), None
-                return (None, None, ""), request_url(resolved)
+                    return _Answer(404, "", f"redirect to {redact(location)!r}"), None
+                return _Answer(None, None, ""), request_url(resolved)
             raw = bytearray()
             while len(raw) < cap:  # the rest is ignored, as Google does
                 chunk = await response.content.read(cap - len(raw))
@@ -351,4 +397,4 @@ class RobotsCache:
                 raw += chunk
             # RFC 9309: robots.txt is UTF-8.
             body = raw.decode("utf-8", errors="replace")
-            return (response.status, body, f"HTTP {response.status}"), None
+            return _Answer(response.status, body, f"HTTP {response.status}"), None
