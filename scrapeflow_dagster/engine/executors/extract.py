@@ -8,7 +8,7 @@ from scrapeflow_dagster.engine.executors.pages import (
     is_html,
     page_base,
 )
-from scrapeflow_dagster.engine.executors.stored_body import read_body
+from scrapeflow_dagster.engine.executors.stored_body import page_url, read_body
 from scrapeflow_dagster.engine.run.context import (
     Context,
     ExecutorOutput,
@@ -28,5 +28,5 @@ async def extract(context: Context, key: str, status: StatusData) -> ExecutorOut
     if not is_html(content_type):
         return {"extracted": None}
     page = decode_html(read_body(context, key), content_type=content_type)
-    base = page_base(page.text, scraped.get("final_url") or status["params"]["url"])
+    base = page_base(page.text, page_url(status["params"], scraped.get("final_url")))
     return {"extracted": extraction_of(context, status, page.text, base)}

@@ -19,7 +19,7 @@ from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
 from scrapeflow_dagster.engine.executors.page_text import page_text_fields
 from scrapeflow_dagster.engine.executors.revisits import observe_page, page_digest
-from scrapeflow_dagster.engine.executors.stored_body import read_body, read_rendered
+from scrapeflow_dagster.engine.executors.stored_body import page_url, read_body, read_rendered
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.run.context import (
     Context,
@@ -258,7 +258,7 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
         )
     if not output.get("rendered"):
         return None  # not a page (a download): its body is what there is
-    final_url = output.get("final_url") or status["params"]["url"]
+    final_url = page_url(status["params"], output.get("final_url"))
     return read_rendered(context, key), final_url, "text/html; charset=utf-8"
 
 
@@ -270,7 +270,7 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
     its readable text (and Markdown) up to the settings' cap (`page_text`), and the fields of
     the task's selector set (`extracted`), when it names one."""
     scraped = status.get("scrape") or {}
-    base_url = scraped.get("final_url") or status["params"]["url"]
+    base_url = page_url(status["params"], scraped.get("final_url"))
     content_type = content_type_of(scraped.get("response_headers"))
     rendered = _rendered(context, key, status)
     revisit = context.settings.revisit

@@ -1,12 +1,42 @@
 """What earlier steps stored for a task, read by the steps after it: the body `scrape` stored
-(`<key>.scrape`) and the DOM `render` stored (`<key>.render`)."""
+(`<key>.scrape`), the DOM `render` stored (`<key>.render`) and the URL they came from."""
 
 import contextlib
 import os
 import shutil
+from collections.abc import Mapping
+from typing import Any
 
 from scrapeflow_dagster.engine.errors import RenderError, ScrapeError
+from scrapeflow_dagster.engine.redact import MASK, redact
 from scrapeflow_dagster.engine.run.context import Context
+from scrapeflow_dagster.engine.tasks.urls import request_url
+
+
+def page_url(params: Mapping[str, Any], stored_url: str | None) -> str:
+    """The real URL a task's stored page came from, to resolve its links against.
+
+    A final URL is stored redacted (`token=***`, `***@host`): a link resolved against it
+    would carry the mask into the URL it makes (`http://***@host/next`, `?token=***`), a URL
+    the page never linked. When the stored URL is the task's own URL redacted (no redirect),
+    the task's URL is the real one; a redirect into a URL holding a credential stays as
+    stored (the real one is kept nowhere; `render.final_url` asks for it again).
+
+    Args:
+        params: the task's params (its `url` as given).
+        stored_url: the final URL `scrape` or `render` stored, if any.
+    """
+    task_url = str(params["url"])
+    if not stored_url:
+        return task_url
+    if MASK not in stored_url:
+        return stored_url
+    if redact(task_url) == stored_url:
+        return task_url
+    with contextlib.suppress(ValueError):
+        if redact(str(request_url(task_url))) == stored_url:  # the URL as the gate sent it
+            return task_url
+    return stored_url
 
 
 def read_body(context: Context, key: str) -> bytes:
