@@ -32,6 +32,7 @@ from scrapeflow_dagster.engine.settings import (
     RetryPolicy,
     RevisitSettings,
     ScrapeSettings,
+    SitemapSettings,
 )
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
 from scrapeflow_dagster.scaleout.broker import configured_broker
@@ -44,6 +45,7 @@ _SETTINGS = ScrapeSettings()
 _POLICY = _SETTINGS.retry
 _POLITE = _SETTINGS.polite
 _RENDER = _SETTINGS.render
+_SITEMAPS = _SETTINGS.sitemaps
 _REVISIT = _SETTINGS.revisit
 
 
@@ -83,6 +85,8 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     address_guard: bool = _SETTINGS.address_guard
     # Networks the guard lets public tasks reach anyway (CIDR, e.g. "10.1.0.0/16").
     address_guard_allow: list[str] = Field(default_factory=list)
+    # Other origins one sitemap reading looks up and asks robots.txt of (the rest skipped).
+    sitemap_max_other_origins: int = _SITEMAPS.max_other_origins_per_reading
     # A Redis URL through which per-host slots and delays hold across machines; None: the
     # Celery broker when the home's runs use Celery workers, else this machine only.
     shared_host_limits_url: str | None = None
@@ -149,6 +153,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             allowed_networks=_networks(self.address_guard_allow),
             page_text_max_chars=self.page_text_max_chars,
             page_markdown=self.page_markdown,
+            sitemaps=SitemapSettings(max_other_origins_per_reading=self.sitemap_max_other_origins),
             render=RenderSettings(
                 chromium_path=self.render_chromium_path,
                 blocked_resources=tuple(self.render_blocked_resources),
