@@ -5,7 +5,7 @@ The engine's run stage lives in `engine.run`; this module keeps scrapeflow's imp
 """
 
 from scrapeflow_dagster.engine.errors import ScrapeError, UpstreamMissingError
-from scrapeflow_dagster.engine.gate.fetch import Fetched
+from scrapeflow_dagster.engine.gate.answer import Fetched
 from scrapeflow_dagster.engine.run.context import (
     RECOGNISED_ERRORS,
     Context,

@@ -5,7 +5,8 @@ import hashlib
 import os
 
 from scrapeflow_dagster.engine.executors.stored_body import keep_previous
-from scrapeflow_dagster.engine.gate.fetch import Fetched, ResponseCallback, fetch
+from scrapeflow_dagster.engine.gate.answer import Fetched, ResponseCallback
+from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.gate.hops import NOT_MODIFIED
 from scrapeflow_dagster.engine.redact import proxy_host, redact
 from scrapeflow_dagster.engine.run.context import Context, ExecutorOutput, taskify

@@ -2,8 +2,7 @@
 the sitemap reader call)."""
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import aiohttp
 from yarl import URL
@@ -17,6 +16,7 @@ from scrapeflow_dagster.engine.errors import (
     RobotsUnavailableError,
     ScrapeError,
 )
+from scrapeflow_dagster.engine.gate.answer import Fetched, ResponseCallback
 from scrapeflow_dagster.engine.gate.hops import request_once
 from scrapeflow_dagster.engine.gate.route import route_of
 from scrapeflow_dagster.engine.redact import proxy_host, redact
@@ -28,22 +28,6 @@ from scrapeflow_dagster.engine.retry.requests import (
 from scrapeflow_dagster.engine.run.context import Context
 from scrapeflow_dagster.engine.tasks.keys import validate_url
 from scrapeflow_dagster.engine.tasks.urls import request_url
-
-ResponseCallback = Callable[[bytes], None]
-
-
-class Fetched(NamedTuple):
-    """A successful answer (a NamedTuple: built once per page, cheaper than a dataclass)."""
-
-    body: bytes
-    status: int
-    headers: dict[str, str]
-    final_url: str
-    attempts: int
-    proxy: str | None
-    # The answer came from an internal address on an intranet route: links it holds may lead
-    # inside (see `trust`).
-    intranet: bool = False
 
 
 def check_params(params: dict[str, Any]) -> URL:

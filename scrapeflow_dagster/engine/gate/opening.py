@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 
+from scrapeflow_dagster.engine.gate.task_fetch import fetch_for_task
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard, GuardedResolver
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
@@ -119,6 +120,7 @@ async def open_gate(
                 polite=polite,
                 guard=guard,
                 unguarded_session=session,
+                fetcher=fetch_for_task,
             )
         finally:
             await polite.aclose()

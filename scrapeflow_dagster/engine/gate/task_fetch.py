@@ -7,7 +7,8 @@ URL read from a public page stays public whatever name it uses, and the task's `
 
 from typing import Any
 
-from scrapeflow_dagster.engine.gate.fetch import Fetched, ResponseCallback, fetch
+from scrapeflow_dagster.engine.gate.answer import Fetched, ResponseCallback
+from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.run.context import Context
 from scrapeflow_dagster.engine.run.task_session import (
     current_task,

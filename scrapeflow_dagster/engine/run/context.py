@@ -4,10 +4,11 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 
+from scrapeflow_dagster.engine.gate.answer import Fetched, ResponseCallback
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.proxies import ProxyProvider
@@ -17,15 +18,30 @@ from scrapeflow_dagster.engine.run.task_session import TaskSession
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.schema import Params, StatusData
 
-if TYPE_CHECKING:  # the gate imports this module: its types only, for the checker
-    from scrapeflow_dagster.engine.gate.fetch import Fetched, ResponseCallback
-
 # scrapeflow's recognised failures: recorded per task, never fatal to the run.
 RECOGNISED_ERRORS: tuple[type[BaseException], ...] = (
     aiohttp.ClientError,
     TimeoutError,
     RuntimeError,
 )
+
+
+class TaskFetcher(Protocol):
+    """How `Context.fetch` reaches the gate (`gate.task_fetch.fetch_for_task`, set by the run:
+    the gate imports this module, so it is handed over rather than imported)."""
+
+    async def __call__(
+        self,
+        context: "Context",
+        url: str,
+        *,
+        method: str | None,
+        headers: dict[str, str] | None,
+        cookies: dict[str, str] | None,
+        json: Any,
+        data: bytes | None,
+        validate: ResponseCallback | None,
+    ) -> Fetched: ...
 
 
 class Context(NamedTuple):
@@ -55,6 +71,8 @@ class Context(NamedTuple):
     # The run's plain aiohttp session: no address guard, robots.txt, host slots or proxy. The
     # gate sends intranet routes through it; an executor that uses it opts out of all that.
     unguarded_session: aiohttp.ClientSession | None = None
+    # The gate, for `fetch` (None in a Context built by hand: `fetch` then says so).
+    fetcher: TaskFetcher | None = None
 
     async def fetch(
         self,
@@ -65,8 +83,8 @@ class Context(NamedTuple):
         cookies: dict[str, str] | None = None,
         json: Any = None,
         data: bytes | None = None,
-        validate: "ResponseCallback | None" = None,
-    ) -> "Fetched":
+        validate: ResponseCallback | None = None,
+    ) -> Fetched:
         """Fetch `url` for the running task through the gate, as `scrape` fetches its page:
         the address guard of the task's trust, robots.txt, the host's slot and delay, the
         proxy (and the task's `country`), redirects followed and checked hop by hop, the body
@@ -91,10 +109,12 @@ class Context(NamedTuple):
                 error status, too large, too many redirects); its `kind` says whether a retry
                 may help. Uncaught, it fails the task like any `RuntimeError`.
         """
-        # Imported here: the gate imports this module (the Context is its argument).
-        from scrapeflow_dagster.engine.gate.task_fetch import fetch_for_task
-
-        return await fetch_for_task(
+        if self.fetcher is None:
+            raise RuntimeError(
+                "this Context has no gate to fetch through: executors get one from "
+                "execute_async (or gate.opening.open_gate)"
+            )
+        return await self.fetcher(
             self,
             url,
             method=method,

@@ -16,6 +16,7 @@ import aiohttp
 
 from scrapeflow_dagster.engine.errors import InvalidTaskError
 from scrapeflow_dagster.engine.gate.opening import guarded_session, session_for
+from scrapeflow_dagster.engine.gate.task_fetch import fetch_for_task
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
@@ -185,6 +186,7 @@ async def execute_async(
             guard=guard,
             browser=browser,
             unguarded_session=live_session,
+            fetcher=fetch_for_task,
         )
         locks = TaskLocks(directory)
         runner = Runner(

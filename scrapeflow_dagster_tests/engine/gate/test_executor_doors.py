@@ -7,6 +7,7 @@ crawl of the web has); the internal site is on this machine's loopback and count
 request it gets.
 """
 
+import asyncio
 import json
 import sys
 import time
@@ -239,3 +240,11 @@ async def test_context_session_hands_over_no_way_around_the_check(tmp_path: Path
         for name in ("_request", "connector", "ws_connect"):
             with pytest.raises(AttributeError, match="unguarded_session"):
                 getattr(context.session, name)
+
+
+async def test_a_context_built_by_hand_says_it_has_no_gate_to_fetch_through(
+    tmp_path: Path,
+) -> None:
+    context = Context(tmp_path, None, [], asyncio.Semaphore(1), 1.0, None)
+    with pytest.raises(RuntimeError, match="no gate to fetch through"):
+        await context.fetch("http://127.0.0.1:9/")
