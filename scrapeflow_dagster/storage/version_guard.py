@@ -3,7 +3,9 @@ verified on, and what happens on others.
 
 A version is verified when the storage contract tests and the asset tests have passed on it:
 `make test` on the versions `pyproject.toml` resolves to with every extra, `make compat` on the
-newest 1.13 patch the package index serves (docs/compatibility.md: adding a verified version).
+newest verified patch without them, or on a candidate (`make compat DAGSTER=1.13.N`;
+docs/compatibility.md: adding a verified version). `pyproject.toml` pins Dagster to `VERIFIED`
+(`storage/test_version_pins.py`), so the fallback below runs only where a user forced another.
 """
 
 import logging
