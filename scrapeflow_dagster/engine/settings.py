@@ -49,8 +49,9 @@ class RenderSettings:
     # Playwright's resource types the page's requests are refused for, never fetched.
     blocked_resources: tuple[str, ...] = ("image", "font", "media")
     timeout_seconds: float = 30.0  # the document's load event, at most (then a transient error)
-    # Then at most this long for the network to go quiet (no request for 500 ms); a page that
-    # never settles is kept as it is then, marked `settled: false`.
+    # Then at most this long for the network to go quiet (no request for 250 ms:
+    # `render.document.QUIET_SECONDS`); a page that never settles is kept as it is then,
+    # marked `settled: false`.
     settle_seconds: float = 3.0
     # A browser context (cookies, cache, the renderer's memory) serves this many pages, then a
     # fresh one takes over: what keeps a long run's memory flat.
