@@ -17,7 +17,7 @@ import dagster as dg
 
 # The same name as scrapeflow's, in its own (fresh) Dagster home.
 tasks_partitions_def = dg.DynamicPartitionsDefinition(name="tasks")
-ADD_CHUNK_KEYS = 10_000  # as scrapeflow_dagster.defs.partitions
+ADD_CHUNK_KEYS = 10_000  # as scrapeflow_dagster.lib.partitions
 
 
 @dg.asset(partitions_def=tasks_partitions_def, backfill_policy=dg.BackfillPolicy.single_run())

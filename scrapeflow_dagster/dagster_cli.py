@@ -4,7 +4,7 @@ import json
 import sys
 from typing import Any
 
-from scrapeflow_dagster.scaleout.broker import CELERY_BROKER_ENV, configured_broker
+from scrapeflow_dagster.broker import CELERY_BROKER_ENV, configured_broker
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 DEFINITIONS_MODULE = "scrapeflow_dagster.definitions"

@@ -1,7 +1,7 @@
 """What per-partition metadata costs: `scrape` runs over N partitions with and without it.
 
 Every materialised partition carries `url`, `attempts`, `http_status`, `size` and `md5` in
-every run (`defs/executor_events.py`). Each round runs `scrape` in-process on fresh homes (the
+every run (`lib/executor_events.py`). Each round runs `scrape` in-process on fresh homes (the
 embedded home `scrapeflow home init` writes: SQLite, batched asset events) over the same local
 pages, once as shipped and once with `partition_metadata` returning nothing, for a run where
 every task succeeds and a run with 1% failures (the step logs one materialisation per
@@ -26,18 +26,15 @@ import dagster as dg
 from bench.lib.homes import make_home, temp_root
 from bench.lib.report import print_table, write_json
 from bench.lib.site import Site
-from scrapeflow_dagster.defs import executor_events as executor_events_module
 from scrapeflow_dagster.defs.automation import RANGE_END_TAG, RANGE_START_TAG
-from scrapeflow_dagster.defs.partitions import add_task_partitions
-from scrapeflow_dagster.defs.resources import (
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-    StatusStoreResource,
-)
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import build_task
+from scrapeflow_dagster.lib import executor_events as executor_events_module
+from scrapeflow_dagster.lib.partitions import add_task_partitions
+from scrapeflow_dagster.lib.resources import ProxyProviderResource, StatusStoreResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
 METADATA_KEYS = {"url", "attempts", "http_status", "size", "md5"}
 
@@ -77,7 +74,7 @@ def one_run(root: Path, name: str, site_url: str, n: int, *, failures: bool, met
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from scrapeflow_dagster.defs.assets import build_executor_assets
-        from scrapeflow_dagster.defs.executor_assets import executor_asset
+        from scrapeflow_dagster.lib.executor_assets import executor_asset
 
         # One step: the metadata cost of the unsharded asset, which this bench patches.
         executor_assets = build_executor_assets(executor_asset)

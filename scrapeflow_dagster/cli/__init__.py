@@ -8,6 +8,9 @@ One module per command group, each with `add_parser(sub, parent)` and its `cmd_*
 start fast; and only the module of the command being run is imported (every one for
 `scrapeflow --help`): the crawl and refresh modules load aiohttp, parsel and the crawl engine,
 0.2-0.3 s that `scrapeflow status` (~2 s at a million tasks) need not pay.
+
+The top floor: may import every package below it (`demo`, `crawling`, `defs`, `dagster_cli`,
+`scaleout`, `lib`, `broker`, `instance`, `storage`, `site`, the engine); nothing imports it.
 """
 
 import argparse

@@ -2,7 +2,7 @@
 seeds; the crawl is one real Dagster run of the executor chain (`scrape`, `validation`,
 `pages`: each task down the chain in one pass), started in this process against the instance
 (`crawling.rounds`), whose step takes in the links of each page it parses and runs the new
-tasks in the same run (`crawling.stream`, the discovery the frontier sensor runs too), until
+tasks in the same run (`lib.run_growth`, the discovery the frontier sensor runs too), until
 no new task is in scope or the budget is spent. One line per depth ("round"). Exit 0
 when the crawl finished, even if some pages failed (see `scrapeflow status`); killed and run
 again, it goes on where it stopped: pages whose scrape completed are not fetched again,

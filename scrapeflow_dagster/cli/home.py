@@ -10,15 +10,15 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from scrapeflow_dagster.cli import common
-from scrapeflow_dagster.engine.redact import redact
-from scrapeflow_dagster.scaleout.broker import (
+from scrapeflow_dagster.broker import (
     CELERY_BROKER_ENV,
     dagster_home,
     missing_extra,
     record_broker,
     recorded_broker,
 )
+from scrapeflow_dagster.cli import common
+from scrapeflow_dagster.engine.redact import redact
 
 
 def _positive(text: str) -> int:

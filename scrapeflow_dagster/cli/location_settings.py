@@ -18,7 +18,8 @@ def gate_settings(module: str) -> tuple[ScrapeSettings, ProxyProvider | None]:
     """
     import dagster as dg
 
-    from scrapeflow_dagster.defs.resources import ProxyProviderResource, ScrapeSettingsResource
+    from scrapeflow_dagster.lib.resources import ProxyProviderResource
+    from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
     loaded = importlib.import_module(module)
     given: dict[str, Any] = {}

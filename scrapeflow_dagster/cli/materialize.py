@@ -146,7 +146,7 @@ def executor_asset_names(module: str) -> list[str]:
     with collection_paused():
         import dagster as dg
 
-        from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
+        from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 
         with warnings.catch_warnings():  # the asset decorators warn about beta parameters
             warnings.simplefilter("ignore", dg.BetaWarning)
@@ -187,8 +187,8 @@ def partitions_of(asset: str) -> tuple[list[str], Mapping[str, "dg.AssetPartitio
     """The `tasks` partitions in order and `asset`'s status of each (Dagster's)."""
     import dagster as dg
 
-    from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
     from scrapeflow_dagster.instance import get_instance
+    from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
 
     instance = get_instance()
     try:

@@ -329,6 +329,6 @@ def _host(status: Mapping[str, Any]) -> str:
 
 
 def _chain_node(names: list[str]) -> str:
-    from scrapeflow_dagster.defs.chain import chain_node_name
+    from scrapeflow_dagster.lib.chain import chain_node_name
 
     return chain_node_name(names)

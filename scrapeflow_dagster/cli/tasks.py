@@ -54,8 +54,8 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
     before the next is read, so memory stays flat however long the file: the status folder
     (listed once) is what remembers the keys of earlier chunks.
     """
-    from scrapeflow_dagster.defs.partitions import TaskPartitions  # Dagster: ~1 s
     from scrapeflow_dagster.engine.crawl.seeds import with_options  # see `crawl`'s imports
+    from scrapeflow_dagster.lib.partitions import TaskPartitions  # Dagster: ~1 s
 
     options = crawl.crawl_options(args)
     layout = common.layout(args).ensure()

@@ -1,6 +1,6 @@
 """`run_crawl`: a crawl streamed through one real Dagster run of the executor chain (started
 in this process, against the instance): the run takes in the links of each page it parses and
-runs the new tasks in the same pass (`crawling.stream`), so no depth waits for the one before
+runs the new tasks in the same pass (`lib.run_growth`), so no depth waits for the one before
 it to finish and a crawl costs one run, not one per depth. The driver runs that run over the
 crawl's tasks not parsed yet, then reports each depth as a round.
 
@@ -24,11 +24,7 @@ from typing import IO, Any
 
 import dagster as dg
 
-from scrapeflow_dagster.crawling.frontier import SYNC_LOCK_TIMEOUT_SECONDS, take_in
 from scrapeflow_dagster.crawling.runs import LocationRuns
-from scrapeflow_dagster.crawling.stream import CRAWL_TAG
-from scrapeflow_dagster.defs.chain import chain_node_name
-from scrapeflow_dagster.defs.partitions import add_task_partitions, tasks_partitions_def
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR as LINKS_ASSET
 from scrapeflow_dagster.engine.crawl.scope import ADDED
@@ -41,6 +37,10 @@ from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import executor_names, fields_of, is_success
+from scrapeflow_dagster.lib.chain import chain_node_name
+from scrapeflow_dagster.lib.link_intake import SYNC_LOCK_TIMEOUT_SECONDS, take_in
+from scrapeflow_dagster.lib.partitions import add_task_partitions, tasks_partitions_def
+from scrapeflow_dagster.lib.run_growth import CRAWL_TAG
 
 
 @dataclass

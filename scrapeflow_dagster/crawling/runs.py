@@ -20,11 +20,11 @@ from typing import IO, Any
 
 import dagster as dg
 
+from scrapeflow_dagster.broker import configured_broker
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.defs.partitions import RANGE_END_TAG, RANGE_START_TAG, TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.resources import ScrapeSettingsResource
 from scrapeflow_dagster.engine.settings import ScrapeSettings
-from scrapeflow_dagster.scaleout.broker import configured_broker
+from scrapeflow_dagster.lib.partitions import RANGE_END_TAG, RANGE_START_TAG, TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 

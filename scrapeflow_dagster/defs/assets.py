@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.executor_assets import executor_asset
+from scrapeflow_dagster.broker import configured_broker
 from scrapeflow_dagster.engine.executor import Executor
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.render import render
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.executors.validation import validation
-from scrapeflow_dagster.scaleout.broker import configured_broker
+from scrapeflow_dagster.lib.executor_assets import executor_asset
 from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
 from scrapeflow_dagster.scaleout.sizing import configured_shards
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.chain import chain_node_name
-from scrapeflow_dagster.defs.partitions import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.engine.retry.ranges import split_ranges
+from scrapeflow_dagster.lib.chain import chain_node_name
+from scrapeflow_dagster.lib.partitions import RANGE_END_TAG, RANGE_START_TAG
 from scrapeflow_dagster.scaleout.sizing import one_shard_run
 
 # Deployment setting, read when the definitions load: how often the daemon may tick each

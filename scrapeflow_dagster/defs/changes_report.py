@@ -6,8 +6,8 @@ import re
 import dagster as dg
 
 from scrapeflow_dagster.defs.report_asset import report_schedule
-from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.history.change_report import HostChanges, change_summary
+from scrapeflow_dagster.lib.resources import StatusStoreResource
 
 CHANGES_REPORT_CRON_ENV = "SCRAPEFLOW_CHANGES_REPORT_CRON"
 # Hosts given their own plotted number: each key is one more plot in the UI, for good.

@@ -6,23 +6,23 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.chain import built_from
+from scrapeflow_dagster.broker import configured_broker
 from scrapeflow_dagster.defs.changes_report import changes_report, changes_report_schedule
-from scrapeflow_dagster.defs.executor_assets import chain_asset
 from scrapeflow_dagster.defs.long_lived import freeze_loaded_objects
 from scrapeflow_dagster.defs.report_asset import crawl_report, crawl_report_schedule
-from scrapeflow_dagster.defs.resources import (
-    ScrapeSettingsResource,
-    StatusStoreResource,
-    automation_settings_from_env,
-    proxy_resource_from_env,
-)
 from scrapeflow_dagster.defs.schedules import build_refresh_schedule
 from scrapeflow_dagster.defs.sensors.frontier import build_frontier_sensor
 from scrapeflow_dagster.defs.sensors.inbox import build_inbox_sensor
 from scrapeflow_dagster.defs.sensors.retention import build_retention_sensor
 from scrapeflow_dagster.defs.sensors.retry import build_retry_sensor
-from scrapeflow_dagster.scaleout.broker import configured_broker
+from scrapeflow_dagster.lib.chain import built_from
+from scrapeflow_dagster.lib.executor_assets import chain_asset
+from scrapeflow_dagster.lib.resources import (
+    StatusStoreResource,
+    automation_settings_from_env,
+    proxy_resource_from_env,
+)
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 from scrapeflow_dagster.scaleout.local import takes_in_process_config
 from scrapeflow_dagster.scaleout.sharded_asset import sharded_chain_asset
 from scrapeflow_dagster.scaleout.shards import (

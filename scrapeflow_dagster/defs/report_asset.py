@@ -3,8 +3,8 @@
 import dagster as dg
 
 from scrapeflow_dagster.defs.automation import cron_from_env
-from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.history.report import crawl_summary
+from scrapeflow_dagster.lib.resources import StatusStoreResource
 
 REPORT_CRON_ENV = "SCRAPEFLOW_REPORT_CRON"
 

@@ -6,12 +6,6 @@ from datetime import datetime
 import dagster as dg
 
 from scrapeflow_dagster.defs.automation import ExecutorChain, cron_from_env, range_run_requests
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.resources import (
-    REFRESH_LEARNED,
-    AutomationSettingsResource,
-    StatusStoreResource,
-)
 from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.revisit.plan import (
@@ -28,6 +22,12 @@ from scrapeflow_dagster.engine.state.schema import (
     is_success,
     last_run,
     utc_now,
+)
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.lib.resources import (
+    REFRESH_LEARNED,
+    AutomationSettingsResource,
+    StatusStoreResource,
 )
 
 # Deployment setting, read when the definitions load (Dagster needs the cron then).

@@ -12,7 +12,7 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.scaleout.broker import (
+from scrapeflow_dagster.broker import (
     CELERY_BROKER_ENV,
     configured_broker,
     missing_extra,

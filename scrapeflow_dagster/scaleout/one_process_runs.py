@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partitions import (
+from scrapeflow_dagster.lib.partitions import (
     PARTITION_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,

@@ -18,7 +18,9 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.chain import (
+from scrapeflow_dagster.engine.executor import Executor
+from scrapeflow_dagster.engine.run.step import StepReport
+from scrapeflow_dagster.lib.chain import (
     ChainLink,
     StepConfig,
     chain_node_name,
@@ -26,27 +28,22 @@ from scrapeflow_dagster.defs.chain import (
     remember_link,
     select_links,
 )
-from scrapeflow_dagster.defs.executor_assets import (
+from scrapeflow_dagster.lib.executor_assets import (
     GROUP_NAME,
     chain_description,
     declared_schema,
     link_for,
     run_and_log,
 )
-from scrapeflow_dagster.defs.executor_events import (
+from scrapeflow_dagster.lib.executor_events import (
     CHECK_NAME,
     finish_run,
     merge_reports,
     run_keys,
 )
-from scrapeflow_dagster.defs.partitions import tasks_partitions_def
-from scrapeflow_dagster.defs.resources import (
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-    StatusStoreResource,
-)
-from scrapeflow_dagster.engine.executor import Executor
-from scrapeflow_dagster.engine.run.step import StepReport
+from scrapeflow_dagster.lib.partitions import tasks_partitions_def
+from scrapeflow_dagster.lib.resources import ProxyProviderResource, StatusStoreResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
     SHARD_OP_TAGS,

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.resources import StatusStoreResource
+from scrapeflow_dagster.lib.resources import StatusStoreResource
 from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, SHARDS_ENV, shards_for
 
 SHARD_REPORTS_DIR = "shard-reports"

@@ -15,4 +15,6 @@ The routes live by concept, one subpackage each:
         huge bodies, endless paths), `doors` (sitemaps whose entries lead to an internal site).
     `client`: `routes` (redirects, echo, cookies, big bodies) and `traffic` (requests counted by
         path, status and Host header, and in flight).
+
+May import aiohttp and itself, nothing else of scrapeflow's (of the package, only `cli` imports it).
 """

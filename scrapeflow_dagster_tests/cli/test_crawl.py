@@ -15,7 +15,6 @@ import dagster as dg
 import duckdb
 import pytest
 
-from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.engine.crawl.batches import FrontierBatch
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.history.spool import spool_files
@@ -23,6 +22,7 @@ from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import is_success, md5_of
 from scrapeflow_dagster.engine.tasks.keys import request_key
+from scrapeflow_dagster.lib.partitions import tasks_partitions_def
 from scrapeflow_dagster.site.crawling.graph import nodes_within_depth
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run

@@ -15,9 +15,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.keys import canonical_url, request_key
+from scrapeflow_dagster.lib.partitions import tasks_partitions_def
 from scrapeflow_dagster.site.crawling.spelled import (
     AREA_LINK,
     BROKEN_LINK,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.keys import request_key
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run, write_csv
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses

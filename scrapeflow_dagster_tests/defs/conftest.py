@@ -9,8 +9,8 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV, DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import range_tags
 from scrapeflow_dagster_tests.support.processes import init_dagster_home

@@ -9,9 +9,9 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.defs.partitions import tasks_partitions_def
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.lib.partitions import tasks_partitions_def
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
 from scrapeflow_dagster_tests.support.graphql import ui_partition_health

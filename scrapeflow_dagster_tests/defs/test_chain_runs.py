@@ -15,8 +15,8 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.test_webserver import (  # noqa: F401 (the webserver fixture)
     LAUNCH_BACKFILL,

@@ -8,7 +8,6 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.chain import CHAIN_NODE_NAME
 from scrapeflow_dagster.defs.changes_report import (
     METADATA_HOSTS,
     changes_report,
@@ -22,6 +21,7 @@ from scrapeflow_dagster.engine.history.change_report import (
     change_summary,
 )
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.chain import CHAIN_NODE_NAME
 from scrapeflow_dagster.site.content.changing import version_at
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize

@@ -11,15 +11,15 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.defs.partitions import (
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.engine.tasks.inbox import accepted_dir, done_dir
+from scrapeflow_dagster.lib.partitions import (
     RANGE_END_TAG,
     RANGE_START_TAG,
     TASKS_PARTITIONS_NAME,
     add_task_partitions,
 )
-from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.engine.status import load_status
-from scrapeflow_dagster.engine.tasks.inbox import accepted_dir, done_dir
 from scrapeflow_dagster.site.content.changing import version_at
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses

@@ -11,10 +11,10 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.crawl import pending_batches
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.keys import request_key
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.site.crawling.graph import nodes_within_depth
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.test_daemon import (  # noqa: F401 (the daemon fixture)

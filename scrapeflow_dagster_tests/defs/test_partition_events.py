@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 from dagster._serdes import serialize_value
 
-from scrapeflow_dagster.defs.partition_events import materialization_logger
+from scrapeflow_dagster.lib.partition_events import materialization_logger
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 from scrapeflow_dagster_tests.support.processes import init_dagster_home
 

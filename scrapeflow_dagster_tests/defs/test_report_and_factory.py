@@ -8,13 +8,13 @@ from typing import Any
 import dagster as dg
 
 from scrapeflow_dagster.defs.assets import build_executor_assets, executor_assets
-from scrapeflow_dagster.defs.executor_assets import executor_asset
 from scrapeflow_dagster.defs.factory import executor_chain, scrapeflow_definitions
 from scrapeflow_dagster.defs.report_asset import crawl_report
-from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.executor import taskify
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.lib.executor_assets import executor_asset
+from scrapeflow_dagster.lib.resources import StatusStoreResource
 from scrapeflow_dagster.scaleout.shards import (
     SHARD_IO_MANAGER_KEY,
     SHARD_REPORTS_DIR,

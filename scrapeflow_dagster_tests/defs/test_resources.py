@@ -4,11 +4,8 @@ are configured are never silently left off."""
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.resources import (
-    AutomationSettingsResource,
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-)
+from scrapeflow_dagster.lib.resources import AutomationSettingsResource, ProxyProviderResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
 PASSWORD = "s3cr3t-pw-RES"
 

@@ -11,11 +11,11 @@ import orjson
 import pytest
 
 from scrapeflow_dagster.defs.automation import RANGE_END_TAG, RANGE_START_TAG
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.defs.sensors import inbox_sensor, retry_sensor
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
 from scrapeflow_dagster.engine.tasks.inbox import done_dir, pending_batches
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.conftest import Materialize
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses

@@ -16,12 +16,13 @@ from scrapeflow_dagster.defs.automation import (
     RANGE_START_TAG,
     max_concurrent_runs,
 )
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
-from scrapeflow_dagster.defs.resources import ScrapeSettingsResource, StatusStoreResource
 from scrapeflow_dagster.defs.sensors import frontier_sensor, inbox_sensor, retry_sensor
 from scrapeflow_dagster.engine.crawl.batches import FrontierBatch, new_batch_id, save_batch
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import dagster_yaml
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
+from scrapeflow_dagster.lib.resources import StatusStoreResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 from scrapeflow_dagster_tests.support.sensors import sensor_context
 from scrapeflow_dagster_tests.support.tasks import store_and_add, store_tasks
 

@@ -13,8 +13,8 @@ from scrapeflow_dagster.defs.automation import (
     RANGE_START_TAG,
     max_concurrent_runs,
 )
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.defs.test_daemon import (  # noqa: F401 (the daemon fixture)
     Daemon,

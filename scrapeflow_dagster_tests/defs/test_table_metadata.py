@@ -6,8 +6,8 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from scrapeflow_dagster.defs.table_metadata import COLUMN_SCHEMA, ROW_COUNT, table_metadata
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.table_metadata import COLUMN_SCHEMA, ROW_COUNT, table_metadata
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import range_tags
 from scrapeflow_dagster_tests.support.runs import run_assets, run_resources
@@ -70,7 +70,7 @@ def test_the_last_materialisation_of_each_asset_holds_its_row_count_and_columns(
 def test_a_ledger_without_the_outputs_table_leaves_the_metadata_out(tmp_path: Path) -> None:
     import duckdb
 
-    from scrapeflow_dagster.defs.table_metadata import table_metadata
+    from scrapeflow_dagster.lib.table_metadata import table_metadata
 
     db = tmp_path / "old.duckdb"
     duckdb.connect(str(db)).close()  # a file from before `outputs`, never synced since
@@ -80,9 +80,9 @@ def test_a_ledger_without_the_outputs_table_leaves_the_metadata_out(tmp_path: Pa
 
 
 def test_a_declared_output_shape_is_the_assets_column_schema_before_any_run() -> None:
-    from scrapeflow_dagster.defs.executor_assets import executor_asset
     from scrapeflow_dagster.defs.factory import executor_chain
     from scrapeflow_dagster.engine.executors.scrape import scrape
+    from scrapeflow_dagster.lib.executor_assets import executor_asset
     from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
     from scrapeflow_dagster_tests.engine.history.test_outputs_table import declared_count
 

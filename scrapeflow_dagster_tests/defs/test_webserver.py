@@ -12,8 +12,8 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
 from scrapeflow_dagster_tests.support.paths import BIN_DIR

@@ -20,15 +20,12 @@ import duckdb
 import pytest
 from aiohttp import web
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
-from scrapeflow_dagster.defs.resources import (
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-    proxy_resource_from_env,
-)
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.status import write_status
 from scrapeflow_dagster.engine.tasks.intake import LineError, build_task
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
+from scrapeflow_dagster.lib.resources import ProxyProviderResource, proxy_resource_from_env
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 from scrapeflow_dagster.site.app import build_site
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.fakes import proxy_services as fake_services

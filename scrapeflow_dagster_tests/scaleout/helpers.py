@@ -12,9 +12,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.lib.partitions import add_task_partitions
 from scrapeflow_dagster_tests.support.ledger import query
 from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.tasks import store_tasks

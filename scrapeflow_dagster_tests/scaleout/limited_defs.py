@@ -6,8 +6,8 @@ failure is the retry sensor's to complete)."""
 import dagster as dg
 
 from scrapeflow_dagster.defs.factory import scrapeflow_definitions
-from scrapeflow_dagster.defs.resources import ScrapeSettingsResource
 from scrapeflow_dagster.engine.executors.scrape import scrape
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 from scrapeflow_dagster.scaleout.celery import executor_from_env
 from scrapeflow_dagster.scaleout.sharded_asset import sharded_executor_asset
 from scrapeflow_dagster.scaleout.shards import shard_resources

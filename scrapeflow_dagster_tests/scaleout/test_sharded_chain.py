@@ -10,9 +10,9 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.defs.factory import executor_chain
-from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.status import load_status
+from scrapeflow_dagster.lib.partitions import add_task_partitions
 from scrapeflow_dagster.scaleout.shards import ShardSettingsResource, shard_resources
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.scaleout.sharded_defs import (

@@ -11,9 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.engine.crawl.journal import frontier_dir
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.scaleout.helpers import last_run, materialised_by_step
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses

@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import add_task_partitions
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.scaleout.helpers import (
     last_run,

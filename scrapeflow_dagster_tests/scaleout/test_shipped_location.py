@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from scrapeflow_dagster.broker import record_broker
 from scrapeflow_dagster.instance import dagster_yaml
-from scrapeflow_dagster.scaleout.broker import record_broker
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 
 PROBE = """

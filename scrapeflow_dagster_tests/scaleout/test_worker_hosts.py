@@ -27,8 +27,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME
 from scrapeflow_dagster.scaleout.celery import VISIBILITY_TIMEOUT_ENV
 from scrapeflow_dagster_tests.scaleout.helpers import (
     add_tasks,

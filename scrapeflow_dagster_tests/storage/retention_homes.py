@@ -15,13 +15,13 @@ import sqlalchemy as db
 from dagster._core.events import DagsterEventType
 
 from scrapeflow_dagster.dagster_cli import materialize_range_command
-from scrapeflow_dagster.defs.partitions import (
+from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.instance import dagster_yaml
+from scrapeflow_dagster.lib.partitions import (
     TASKS_PARTITIONS_NAME,
     add_task_partitions,
     tasks_partitions_def,
 )
-from scrapeflow_dagster.engine.state.layout import DataLayout
-from scrapeflow_dagster.instance import dagster_yaml
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster.storage.lean_writes import LeanWrites, lean_writes_yaml
 from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml

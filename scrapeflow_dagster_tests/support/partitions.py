@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 import dagster as dg
 
 from scrapeflow_dagster.defs.automation import RANGE_END_TAG, RANGE_START_TAG
-from scrapeflow_dagster.defs.partitions import tasks_partitions_def
+from scrapeflow_dagster.lib.partitions import tasks_partitions_def
 
 Status = dg.AssetPartitionStatus
 

@@ -6,11 +6,8 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.resources import (
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-    StatusStoreResource,
-)
+from scrapeflow_dagster.lib.resources import ProxyProviderResource, StatusStoreResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
 
 def run_resources(
@@ -49,8 +46,8 @@ def _unsharded_assets() -> list[dg.AssetsDefinition]:
     # Imported here, once the tier's conftest filters Dagster's beta warnings: the asset
     # decorators warn about beta parameters when the module loads.
     from scrapeflow_dagster.defs.assets import build_executor_assets
-    from scrapeflow_dagster.defs.executor_assets import executor_asset
     from scrapeflow_dagster.defs.factory import executor_chain
+    from scrapeflow_dagster.lib.executor_assets import executor_asset
 
     global _UNSHARDED
     if _UNSHARDED is None:

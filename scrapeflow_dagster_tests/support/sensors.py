@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.resources import StatusStoreResource, automation_settings_from_env
+from scrapeflow_dagster.lib.resources import StatusStoreResource, automation_settings_from_env
 
 
 def sensor_context(instance: dg.DagsterInstance, data_dir: Path) -> dg.SensorEvaluationContext:

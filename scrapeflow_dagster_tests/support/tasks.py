@@ -7,11 +7,11 @@ from typing import Any
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partitions import add_task_partitions
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.tasks.adding import add_tasks
 from scrapeflow_dagster.engine.tasks.intake import TaskSpec, build_task, read_task_file
+from scrapeflow_dagster.lib.partitions import add_task_partitions
 
 # `(key, url)`, or a record with `key`, `url` and other params.
 TaskRows = Sequence[tuple[str, str] | Mapping[str, Any]]

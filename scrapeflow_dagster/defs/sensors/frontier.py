@@ -4,7 +4,6 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from scrapeflow_dagster.crawling.frontier import register, take_in
 from scrapeflow_dagster.defs.automation import (
     MAX_RUNS_PER_TICK,
     ExecutorChain,
@@ -13,14 +12,16 @@ from scrapeflow_dagster.defs.automation import (
     run_exists,
     spread_ranges,
 )
-from scrapeflow_dagster.defs.partitions import (
-    TASKS_PARTITIONS_NAME,
-    tasks_partitions_def,
-)
-from scrapeflow_dagster.defs.resources import ScrapeSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.crawl import FrontierBatch, finish_batch, pending_batches
 from scrapeflow_dagster.engine.crawl.expanded_and_added import expanded_keys
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
+from scrapeflow_dagster.lib.link_intake import register, take_in
+from scrapeflow_dagster.lib.partitions import (
+    TASKS_PARTITIONS_NAME,
+    tasks_partitions_def,
+)
+from scrapeflow_dagster.lib.resources import StatusStoreResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
 # Parents taken in per tick: bounds a tick's time (discovery costs ~0.1-0.4 ms per link).
 MAX_PARENTS_PER_TICK = 20_000

@@ -12,12 +12,6 @@ from scrapeflow_dagster.defs.automation import (
     run_exists,
     spread_ranges,
 )
-from scrapeflow_dagster.defs.partitions import (
-    TASKS_PARTITIONS_NAME,
-    add_task_partitions,
-    tasks_partitions_def,
-)
-from scrapeflow_dagster.defs.resources import StatusStoreResource
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.tasks.inbox import (
@@ -27,6 +21,12 @@ from scrapeflow_dagster.engine.tasks.inbox import (
     pending_batches,
     take_waiting_files,
 )
+from scrapeflow_dagster.lib.partitions import (
+    TASKS_PARTITIONS_NAME,
+    add_task_partitions,
+    tasks_partitions_def,
+)
+from scrapeflow_dagster.lib.resources import StatusStoreResource
 
 MAX_FILES_PER_TICK = 20
 # Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); files are taken

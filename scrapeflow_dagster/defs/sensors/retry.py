@@ -16,13 +16,13 @@ from scrapeflow_dagster.defs.automation import (
     range_run_requests,
     spread_ranges,
 )
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
-from scrapeflow_dagster.defs.resources import AutomationSettingsResource, StatusStoreResource
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.retry.between_runs import Decision, RetryRules, decide
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.schema import failures, ran_after, utc_now
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def
+from scrapeflow_dagster.lib.resources import AutomationSettingsResource, StatusStoreResource
 
 
 def plan_catch_up(

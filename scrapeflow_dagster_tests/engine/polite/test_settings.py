@@ -3,8 +3,8 @@
 
 import pytest
 
-from scrapeflow_dagster.defs.resources import ScrapeSettingsResource
 from scrapeflow_dagster.engine.settings import PoliteSettings, ScrapeSettings
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
 POLITE_FIELDS = {
     "respect_robots_txt": True,

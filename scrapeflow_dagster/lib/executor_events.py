@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partition_events import LogMaterialization
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.run.step import Outcome, StepReport, Succeeded
+from scrapeflow_dagster.lib.partition_events import LogMaterialization
 from scrapeflow_dagster.storage.buffer import BufferedEventLog
 from scrapeflow_dagster.storage.version_guard import supports_dagster_version
 

@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.engine.crawl import Discovery, DiscoveryMemo, FrontierBatch, discover
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 
 # How long a discovery waits for DuckDB held by a user's session before leaving its rows in
 # the spool (the next sync takes them): a crawl never stops for an open session.

@@ -14,14 +14,11 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from scrapeflow_dagster.defs.resources import (
-    ProxyProviderResource,
-    ScrapeSettingsResource,
-    StatusStoreResource,
-)
 from scrapeflow_dagster.engine.executor import Executor
 from scrapeflow_dagster.engine.run.feed import Grow
 from scrapeflow_dagster.engine.run.step import OutcomeCallback, StepReport, run_chain
+from scrapeflow_dagster.lib.resources import ProxyProviderResource, StatusStoreResource
+from scrapeflow_dagster.lib.scrape_settings import ScrapeSettingsResource
 
 # The step (op or graph) that runs a chain of several executors; a chain of one keeps the
 # asset's own name, so `ops: {scrape: {config: ...}}` still configures a lone `scrape` asset.
@@ -40,7 +37,7 @@ class StepConfig(dg.Config):
     force: bool = False  # re-run tasks whose step already succeeded
     refresh_older_than_seconds: float | None = None  # re-run successes older than this
     # Take in the links of the pages the run parses and run the new tasks in the same run (a
-    # crawl streamed through one run: `crawling.stream`); needs `pages` in the selection.
+    # crawl streamed through one run: `lib.run_growth`); needs `pages` in the selection.
     follow_links: bool = False
 
 

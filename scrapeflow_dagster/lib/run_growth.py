@@ -1,5 +1,5 @@
 """`RunGrowth`: a crawl streamed through one run. The links of each page the run parses are
-taken in (`frontier.take_in`, as between rounds) while the run goes on; the new tasks become
+taken in (`link_intake.take_in`, as between rounds) while the run goes on; the new tasks become
 partitions, are planned in the run for each asset it materialises, and join the same pass
 (`engine.run.feed`), within the crawl's depth, scope and budget as any discovery.
 
@@ -21,15 +21,15 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from scrapeflow_dagster.crawling.frontier import take_in
-from scrapeflow_dagster.defs.executor_events import plan_in_run
-from scrapeflow_dagster.defs.partitions import add_new_task_partitions
 from scrapeflow_dagster.engine.crawl import DiscoveryMemo, finish_batch
 from scrapeflow_dagster.engine.crawl.batches import release_batch
 from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
 from scrapeflow_dagster.engine.crawl.stream_summaries import save_stream_summary
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
+from scrapeflow_dagster.lib.executor_events import plan_in_run
+from scrapeflow_dagster.lib.link_intake import take_in
+from scrapeflow_dagster.lib.partitions import add_new_task_partitions
 
 # On a run `scrapeflow crawl` starts: its token, under which each step leaves its summary.
 CRAWL_TAG = "scrapeflow/crawl"

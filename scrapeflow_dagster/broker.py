@@ -9,7 +9,8 @@ Celery is refused, naming the home, when the home keeps runs and events where wo
 machines cannot reach them (SQLite).
 
 Plain file reads, no Dagster: the `scrapeflow` commands decide on an executor before `dagster`
-starts.
+starts. Beside `instance` (the home's dagster.yaml), under every other floor of the Dagster
+layer; imports nothing of scrapeflow's.
 """
 
 import json

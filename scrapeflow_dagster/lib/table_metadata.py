@@ -19,9 +19,9 @@ import dagster as dg
 import duckdb
 import orjson
 
-from scrapeflow_dagster.defs.partition_events import LogMaterialization
 from scrapeflow_dagster.engine.history import LedgerLockedError, connect_readonly
 from scrapeflow_dagster.engine.history.frames import declared_structure, group_structure_sql
+from scrapeflow_dagster.lib.partition_events import LogMaterialization
 
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
