@@ -70,7 +70,7 @@ compat:
 	$(COMPAT)/bin/pip install --quiet -e . "pytest>=8,<10" \
 		"pytest-asyncio>=1.0,<2" "pytest-timeout>=2.3,<3" "pytest-xdist>=3.6,<4"
 	$(if $(DAGSTER),$(COMPAT)/bin/pip install --quiet "dagster==$(DAGSTER)")
-	$(COMPAT)/bin/python -m scrapeflow_dagster.storage.version_guard
+	$(COMPAT)/bin/python -m scrapeflow_dagster.storage.dagster_internals.version_guard
 	SCRAPEFLOW_ADMIT_INSTALLED_DAGSTER=1 $(COMPAT)/bin/pytest -q -p no:cacheprovider -rs \
 		$(PYTEST_PARALLEL) $(COMPAT_TESTS)
 

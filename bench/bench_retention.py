@@ -31,13 +31,13 @@ from bench.lib.homes import bench_env, temp_root
 from bench.lib.repo import PYTHON
 from bench.lib.site import Site
 from scrapeflow_dagster.instance import dagster_yaml
-from scrapeflow_dagster.storage.lean_writes import (
+from scrapeflow_dagster.storage.batches.lean_writes import (
     POSTGRES_LEAN_WRITES,
     STOCK_WRITES,
     LeanWrites,
     lean_writes_yaml,
 )
-from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy, retention_yaml
 
 ASSETS = "scrape,validation,pages"
 FORCED = {"ops": {"executor_chain": {"config": {"force": True}}}}

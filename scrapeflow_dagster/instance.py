@@ -22,7 +22,7 @@ run_queue:
 # Asset events written in batches (one transaction per 1,000), the rest as stock SQLite does;
 # runs and schedules keep Dagster's default SQLite storage in this folder.
 event_log_storage:
-  module: scrapeflow_dagster.storage.sqlite_batched
+  module: scrapeflow_dagster.storage.sqlite.event_log
   class: BatchedSqliteEventLogStorage
   config:
     base_dir: {runs_dir}
@@ -43,7 +43,7 @@ run_storage:
 # Asset events written in batches (one transaction per 1,000) on pooled connections, the rest
 # one transaction per event; read exactly as stock dagster-postgres reads them.
 event_log_storage:
-  module: scrapeflow_dagster.storage.postgres_batched
+  module: scrapeflow_dagster.storage.postgres.event_log
   class: BatchedPostgresEventLogStorage
   config:
     postgres_url: {url}

@@ -1,8 +1,8 @@
 """Deployment commands: `scrapeflow home init` (the Dagster home's dagster.yaml: embedded SQLite,
 or Postgres; with `--celery-broker` the broker recorded in the home, so every run against it
 uses Celery workers, whatever folder it starts in; with `--retention` a retention block),
-`scrapeflow home prune` (retention applied now: `storage/retention.py`), `scrapeflow home
-expand` (compact event bodies back to JSON: `storage/event_body.py`) and `scrapeflow worker`
+`scrapeflow home prune` (retention applied now: `storage/retention/prune.py`), `scrapeflow home
+expand` (compact event bodies back to JSON: `storage/batches/bodies.py`) and `scrapeflow worker`
 (a Celery worker for this code location)."""
 
 import argparse
@@ -222,7 +222,7 @@ def _init_with_retention(args: argparse.Namespace, url: str | None) -> Path:
         HomeConflictError: naming the file when it exists with other content and not --force.
     """
     from scrapeflow_dagster.instance import DEFAULT_HOME, HomeConflictError, dagster_yaml
-    from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
+    from scrapeflow_dagster.storage.retention.prune import RetentionPolicy, retention_yaml
 
     home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).resolve()
     config = home / "dagster.yaml"
@@ -239,10 +239,10 @@ def _init_with_retention(args: argparse.Namespace, url: str | None) -> Path:
 
 
 def cmd_home_prune(args: argparse.Namespace) -> int:
-    """Prune the home now (`storage/retention.py`) and print what went; 1 when the storage
+    """Prune the home now (`storage/retention/prune.py`) and print what went; 1 when the storage
     is not one retention knows."""
     from scrapeflow_dagster.instance import get_instance
-    from scrapeflow_dagster.storage.retention import RetentionPolicy, prune
+    from scrapeflow_dagster.storage.retention.prune import RetentionPolicy, prune
 
     with get_instance() as instance:
         storage = instance.event_log_storage
@@ -272,10 +272,10 @@ def cmd_home_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_home_expand(args: argparse.Namespace) -> int:
-    """Write compact event bodies back as JSON (`storage/event_body.py`); 1 when the home's
+    """Write compact event bodies back as JSON (`storage/batches/bodies.py`); 1 when the home's
     event log has no asset index this knows."""
     from scrapeflow_dagster.instance import get_instance
-    from scrapeflow_dagster.storage.event_body import expand_stored_bodies
+    from scrapeflow_dagster.storage.batches.bodies import expand_stored_bodies
 
     with get_instance() as instance:
         storage = instance.event_log_storage

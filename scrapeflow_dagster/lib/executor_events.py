@@ -22,8 +22,8 @@ from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.run.step import Outcome, StepReport, Succeeded
 from scrapeflow_dagster.lib.partition_events import LogMaterialization
-from scrapeflow_dagster.storage.buffer import BufferedEventLog
-from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.batches.buffer import BufferedEventLog
+from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
 
 if TYPE_CHECKING:
     from dagster._core.events.log import EventLogEntry

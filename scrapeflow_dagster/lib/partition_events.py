@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
 
 LogMaterialization = Callable[[dg.AssetMaterialization], None]
 

@@ -38,8 +38,8 @@ from scrapeflow_dagster.scaleout.one_process_runs import sequential_runs_in_proc
 # forkserver (the Postgres storage without dagster-postgres).
 BASE_PRELOAD = (
     "dagster",
-    "scrapeflow_dagster.storage.sqlite_batched",
-    "scrapeflow_dagster.storage.postgres_batched",
+    "scrapeflow_dagster.storage.sqlite.event_log",
+    "scrapeflow_dagster.storage.postgres.event_log",
     "scrapeflow_dagster.defs.factory",
     "scrapeflow_dagster.scaleout.sharded_asset",
 )

@@ -30,8 +30,8 @@ from scrapeflow_dagster.lib.partitions import (
 )
 from scrapeflow_dagster.scaleout.shards import SHARD_TAG
 from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, configured_shards, shards_for
-from scrapeflow_dagster.storage.freed_memory import give_back_freed_memory
-from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.planned.freed_memory import give_back_freed_memory
 
 if TYPE_CHECKING:
     from dagster._core.execution.context.system import PlanOrchestrationContext

@@ -9,7 +9,7 @@ from dagster_postgres.schedule_storage import PostgresScheduleStorage
 
 from scrapeflow_dagster.broker import HOME_RECORD, record_broker, recorded_broker
 from scrapeflow_dagster.lib.partitions import tasks_partitions_def
-from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
+from scrapeflow_dagster.storage.postgres.event_log import BatchedPostgresEventLogStorage
 from scrapeflow_dagster_tests.cli.helpers import Run, add_through_the_cli
 from scrapeflow_dagster_tests.support.postgres import (  # noqa: F401
     PostgresServer,

@@ -50,8 +50,11 @@ PACKAGE_FLOORS: list[dict[str, set[str]]] = [
 MAY_IMPORT = {name: allowed for floor in PACKAGE_FLOORS for name, allowed in floor.items()}
 FLOOR_OF = {name: level for level, floor in enumerate(PACKAGE_FLOORS) for name in floor}
 
-# Import paths that users' code, `workspace.yaml` or the docs name (a location of your own).
+# Import paths that users' code, `workspace.yaml`, homes' `dagster.yaml` (before 0.2.0) or the
+# docs name (a location of your own).
 KEPT_PATHS = {
+    "scrapeflow_dagster.storage.sqlite_batched": "BatchedSqliteEventLogStorage",
+    "scrapeflow_dagster.storage.postgres_batched": "BatchedPostgresEventLogStorage",
     "scrapeflow_dagster.definitions": "defs",
     "scrapeflow_dagster.defs.assets": "executor_assets",
     "scrapeflow_dagster.defs.executor_assets": "executor_asset",

@@ -11,8 +11,12 @@ import pytest
 import sqlalchemy as db
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.postgres_reindex import PRUNED_TABLES, bloated, index_sizes
-from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster.storage.retention.postgres_reindex import (
+    PRUNED_TABLES,
+    bloated,
+    index_sizes,
+)
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy
 from scrapeflow_dagster_tests.defs.test_daemon import Daemon
 from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (

@@ -13,7 +13,7 @@ from scrapeflow_dagster.defs.sensors.retention import (
     home_has_retention,
 )
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy
 from scrapeflow_dagster_tests.storage.homes import instance_of
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ChainHome,

@@ -15,7 +15,7 @@ from scrapeflow_dagster.scaleout.one_process_runs import (
     shard_count,
 )
 from scrapeflow_dagster.scaleout.sizing import MIN_TASKS_PER_SHARD, SHARDS_ENV
-from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
 
 CHAIN = ("scrape", "validation", "pages")
 

@@ -17,7 +17,7 @@ from dagster._core.events import (
 )
 from dagster._core.events.log import EventLogEntry
 
-from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES
+from scrapeflow_dagster.storage.batches.lean_writes import STOCK_WRITES
 
 RUN = "0f1e2d3c-0000-4000-8000-000000000001"
 OTHER_RUN = "0f1e2d3c-0000-4000-8000-000000000002"

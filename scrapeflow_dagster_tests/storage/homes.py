@@ -30,7 +30,7 @@ NO_POSTGRES_EXTRA = (
 
 STOCK_YAML = "telemetry:\n  enabled: false\n"
 BATCHED_YAML = """event_log_storage:
-  module: scrapeflow_dagster.storage.sqlite_batched
+  module: scrapeflow_dagster.storage.sqlite.event_log
   class: BatchedSqliteEventLogStorage
   config:
     base_dir: {base_dir}

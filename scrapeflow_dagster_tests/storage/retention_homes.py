@@ -23,8 +23,8 @@ from scrapeflow_dagster.lib.partitions import (
     tasks_partitions_def,
 )
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.lean_writes import LeanWrites, lean_writes_yaml
-from scrapeflow_dagster.storage.retention import RetentionPolicy, retention_yaml
+from scrapeflow_dagster.storage.batches.lean_writes import LeanWrites, lean_writes_yaml
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy, retention_yaml
 from scrapeflow_dagster_tests.storage.homes import instance_of
 from scrapeflow_dagster_tests.support.graphql import ui_partition_health
 from scrapeflow_dagster_tests.support.processes import process_env

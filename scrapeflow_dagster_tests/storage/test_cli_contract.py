@@ -18,12 +18,12 @@ import dagster as dg
 import pytest
 from dagster._core.events import DagsterEventType
 
-from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
-from scrapeflow_dagster.storage.version_guard import (
+from scrapeflow_dagster.storage.dagster_internals.version_guard import (
     ADMIT_INSTALLED_ENV,
     VERIFIED,
     installed_version,
 )
+from scrapeflow_dagster.storage.sqlite.event_log import BatchedSqliteEventLogStorage
 from scrapeflow_dagster_tests.storage.events import STOCK_ROWS_YAML
 from scrapeflow_dagster_tests.storage.homes import (
     DEFS_MODULE,
@@ -155,7 +155,7 @@ def pg_batched(tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServe
 
 
 def _batched_postgres_class() -> type:
-    from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
+    from scrapeflow_dagster.storage.postgres.event_log import BatchedPostgresEventLogStorage
 
     return BatchedPostgresEventLogStorage
 

@@ -17,7 +17,7 @@ from dagster._core.events import (
 from dagster._core.events.log import EventLogEntry
 from dagster_shared.serdes import serialize_value
 
-from scrapeflow_dagster.storage.event_template import EventTemplates
+from scrapeflow_dagster.storage.batches.templates import EventTemplates
 
 partitions = dg.StaticPartitionsDefinition(["a", "b\u00e9", 'c"quoted\\', "d\x01ctl", "e\u2603"])
 

@@ -1,5 +1,6 @@
-"""Freed heap memory given back to the system (`storage/freed_memory.py`), in a fresh process:
-blocks freed below blocks still in use stay counted in its RSS until they are given back."""
+"""Freed heap memory given back to the system (`storage/planned/freed_memory.py`), in a fresh
+process: blocks freed below blocks still in use stay counted in its RSS until they are given
+back."""
 
 import json
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 
 _HOLES_THEN_TRIM = """
 import json
-from scrapeflow_dagster.storage.freed_memory import give_back_freed_memory
+from scrapeflow_dagster.storage.planned.freed_memory import give_back_freed_memory
 
 def rss_mib():
     with open("/proc/self/status") as status:

@@ -1,9 +1,8 @@
-"""Lean writes (`storage/lean_writes.py`): two homes, one with lean writes (a run's log keeps a
-sample of its asset events, superseded planned rows are deleted as materialisations land, the
-asset index stores bodies compact) and
-one writing every row as stock Dagster does, given the same chain runs through the real
-`dagster asset materialize` (one task at a time, so both store the same events in the same
-order), on SQLite and on Postgres.
+"""Lean writes (`storage/batches/lean_writes.py`): two homes, one with lean writes (a run's log
+keeps a sample of its asset events, superseded planned rows are deleted as materialisations
+land, the asset index stores bodies compact) and one writing every row as stock Dagster does,
+given the same chain runs through the real `dagster asset materialize` (one task at a time, so
+both store the same events in the same order), on SQLite and on Postgres.
 
 Every read of Dagster and the UI must be the same in both (partition states, the status cache
 kept and rebuilt, latest ids, attempts, the UI's partition health and detail, the assets'
@@ -27,9 +26,9 @@ import pytest
 from dagster._core.events import DagsterEventType
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.event_body import PREFIX as COMPACT_PREFIX
-from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
-from scrapeflow_dagster.storage.retention import RetentionPolicy, prune
+from scrapeflow_dagster.storage.batches.bodies import PREFIX as COMPACT_PREFIX
+from scrapeflow_dagster.storage.batches.lean_writes import STOCK_WRITES, LeanWrites
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy, prune
 from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ChainHome,

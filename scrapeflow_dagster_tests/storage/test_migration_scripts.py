@@ -11,8 +11,8 @@ from typing import Any
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-import scrapeflow_dagster.storage.buffer  # noqa: F401  (keeps Dagster's migrations, as any use does)
-from scrapeflow_dagster.storage.migration_scripts import dagster_migration_reads
+import scrapeflow_dagster.storage.batches.buffer  # noqa: F401  (keeps Dagster's migrations, as any use does)
+from scrapeflow_dagster.storage.dagster_internals.migration_scripts import dagster_migration_reads
 from scrapeflow_dagster_tests.storage.homes import REPO_ROOT, write_home
 from scrapeflow_dagster_tests.storage.snapshot import schema
 
@@ -31,8 +31,9 @@ with dg.DagsterInstance.get() as instance:
 print(json.dumps({{"run_id": run_id, "reads": reads}}))
 """
 OURS = (
-    "import scrapeflow_dagster.storage.buffer",
-    "from scrapeflow_dagster.storage.migration_scripts import dagster_migration_reads\n"
+    "import scrapeflow_dagster.storage.batches.buffer",
+    "from scrapeflow_dagster.storage.dagster_internals.migration_scripts import "
+    "dagster_migration_reads\n"
     "reads = dagster_migration_reads()",
 )
 # Nothing of ours imported: Dagster and alembic as they come.

@@ -1,6 +1,7 @@
-"""The batched storages' copy of dynamic partition keys (`storage/partition_keys.py`): every
-read equals the stock storage's read of the table, through each way the keys can change,
-whichever process changed them; an unchanged table is not read again."""
+"""The batched storages' copy of dynamic partition keys
+(`storage/dagster_internals/partition_keys.py`): every read equals the stock storage's read of
+the table, through each way the keys can change, whichever process changed them; an unchanged
+table is not read again."""
 
 from pathlib import Path
 

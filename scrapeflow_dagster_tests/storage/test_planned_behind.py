@@ -1,4 +1,4 @@
-"""A run's planned rows written behind its start (`storage/planned_behind.py`, SQLite).
+"""A run's planned rows written behind its start (`storage/planned/behind.py`, SQLite).
 
 - Through the real `dagster asset materialize`: a home writing 3 planned rows per asset before
   the run (the rest in chunks of 3 while it goes on) and a home writing every row as stock
@@ -35,10 +35,10 @@ from dagster._core.instance import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
 
 from scrapeflow_dagster.scaleout.shards import split_keys
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.buffer import BufferedEventLog
-from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
-from scrapeflow_dagster.storage.planned import per_partition_rows
-from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster.storage.batches.buffer import BufferedEventLog
+from scrapeflow_dagster.storage.batches.lean_writes import STOCK_WRITES, LeanWrites
+from scrapeflow_dagster.storage.planned.rows import per_partition_rows
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy
 from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ASSETS,

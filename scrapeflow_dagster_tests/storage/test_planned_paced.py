@@ -1,4 +1,4 @@
-"""A run's planned rows written ahead of its progress on Postgres (`storage/planned_paced.py`).
+"""A run's planned rows written ahead of its progress on Postgres (`storage/planned/paced.py`).
 
 - `Frontier`: where the run is at work comes from what it did (one region per shard's slice),
   each region's head `lead` past its furthest done key, done keys skipped, regions merged.
@@ -23,9 +23,9 @@ from dagster._core.events import (
 )
 
 from scrapeflow_dagster.scaleout.shards import split_keys
-from scrapeflow_dagster.storage.lean_writes import POSTGRES_LEAN_WRITES
-from scrapeflow_dagster.storage.planned_paced import Frontier
-from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster.storage.batches.lean_writes import POSTGRES_LEAN_WRITES
+from scrapeflow_dagster.storage.planned.paced import Frontier
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy
 from scrapeflow_dagster_tests.storage.events import (
     RUN,
     materialized,

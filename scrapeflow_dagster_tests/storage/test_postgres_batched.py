@@ -16,9 +16,9 @@ import pytest
 import sqlalchemy as db
 from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 
-from scrapeflow_dagster.storage import version_guard
-from scrapeflow_dagster.storage.postgres_batched import BatchedPostgresEventLogStorage
-from scrapeflow_dagster.storage.postgres_write import EVENT_LOG_LOCK_KEY
+from scrapeflow_dagster.storage.dagster_internals import version_guard
+from scrapeflow_dagster.storage.postgres.event_log import BatchedPostgresEventLogStorage
+from scrapeflow_dagster.storage.postgres.write import EVENT_LOG_LOCK_KEY
 from scrapeflow_dagster_tests.storage.events import (
     ODD_KEYS,
     RUN,

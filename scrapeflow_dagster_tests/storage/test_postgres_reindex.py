@@ -17,12 +17,12 @@ import pytest
 import sqlalchemy as db
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.postgres_reindex import (
+from scrapeflow_dagster.storage.retention.postgres_reindex import (
     PRUNED_TABLES,
     bloated,
     index_sizes,
 )
-from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy
 from scrapeflow_dagster_tests.storage.homes import require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ChainHome,

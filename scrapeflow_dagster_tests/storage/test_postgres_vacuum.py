@@ -1,4 +1,4 @@
-"""VACUUM while writing (`storage/postgres_vacuum.py`): a Postgres home's run deletes its planned
+"""VACUUM while writing (`storage/postgres/vacuum.py`): a Postgres home's run deletes its planned
 rows as their partitions are materialised, and the process vacuums the event log as they add up,
 so the run's later rows reuse their space.
 
@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.lean_writes import (
+from scrapeflow_dagster.storage.batches.lean_writes import (
     POSTGRES_LEAN_WRITES,
     LeanWrites,
     lean_writes_from_config,

@@ -1,5 +1,5 @@
 """Dagster's record constructors compiled before a run's creation can lend them its frame
-(`storage/record_constructors.py`).
+(`storage/dagster_internals/record_constructors.py`).
 
 - In this process: once the storage is imported, each record a run's creation builds first is
   compiled, and building one in a frame that holds a large object no longer keeps the object.
@@ -20,9 +20,12 @@ from typing import Any
 import dagster as dg
 import pytest
 
-import scrapeflow_dagster.storage.buffer  # noqa: F401 - compiles the records as it is imported
+import scrapeflow_dagster.storage.batches.buffer  # noqa: F401 - compiles the records as it is imported
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.record_constructors import RUN_RECORDS, is_compiled
+from scrapeflow_dagster.storage.dagster_internals.record_constructors import (
+    RUN_RECORDS,
+    is_compiled,
+)
 from scrapeflow_dagster_tests.storage.retention_homes import ChainHome, write_chain_home
 
 # Runs the real Dagster CLI in this interpreter and, at exit, lists what each compiled record

@@ -1,4 +1,4 @@
-"""Retention (`storage/retention.py`) on homes the shipped chain ran in, through the real
+"""Retention (`storage/retention/prune.py`) on homes the shipped chain ran in, through the real
 `dagster asset materialize` over tasks on the bundled site (some fail `scrape`, some
 `validation`), on SQLite and on Postgres.
 
@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage import retention, retention_backends, version_guard
-from scrapeflow_dagster.storage.lean_writes import STOCK_WRITES, LeanWrites
-from scrapeflow_dagster.storage.retention import PruneReport, RetentionPolicy, prune
-from scrapeflow_dagster.storage.retention_sql import MATERIALIZATION, OBSERVATION, PLANNED
+from scrapeflow_dagster.storage.batches.lean_writes import STOCK_WRITES, LeanWrites
+from scrapeflow_dagster.storage.dagster_internals import version_guard
+from scrapeflow_dagster.storage.retention import backends as retention_backends
+from scrapeflow_dagster.storage.retention import prune as retention
+from scrapeflow_dagster.storage.retention.prune import PruneReport, RetentionPolicy, prune
+from scrapeflow_dagster.storage.retention.sql import MATERIALIZATION, OBSERVATION, PLANNED
 from scrapeflow_dagster_tests.storage.homes import instance_of, require_postgres_extra
 from scrapeflow_dagster_tests.storage.retention_homes import (
     ASSETS,

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from scrapeflow_dagster.site.server import SiteThread
-from scrapeflow_dagster.storage.retention import RetentionPolicy
+from scrapeflow_dagster.storage.retention.prune import RetentionPolicy
 from scrapeflow_dagster_tests.storage.homes import instance_of
 from scrapeflow_dagster_tests.storage.retention_homes import ChainHome, reads, task_rows
 from scrapeflow_dagster_tests.support.processes import process_env

@@ -18,10 +18,10 @@ import pytest
 import sqlalchemy as sa
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
-from scrapeflow_dagster.storage import planned as planned_module
-from scrapeflow_dagster.storage import version_guard
-from scrapeflow_dagster.storage.batch_write import opens_transaction_before_insert
-from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage
+from scrapeflow_dagster.storage.batches.write import opens_transaction_before_insert
+from scrapeflow_dagster.storage.dagster_internals import version_guard
+from scrapeflow_dagster.storage.planned import rows as planned_module
+from scrapeflow_dagster.storage.sqlite.event_log import BatchedSqliteEventLogStorage
 from scrapeflow_dagster_tests.storage.events import (
     ODD_KEYS,
     OTHER_RUN,
@@ -368,7 +368,7 @@ def test_runless_planned_events_are_buffered_and_written_in_order(
 
 def test_the_buffer_is_written_at_exit(tmp_path: Path) -> None:
     script = (
-        "from scrapeflow_dagster.storage.sqlite_batched import BatchedSqliteEventLogStorage\n"
+        "from scrapeflow_dagster.storage.sqlite.event_log import BatchedSqliteEventLogStorage\n"
         "from scrapeflow_dagster_tests.storage.events import planned\n"
         f"storage = BatchedSqliteEventLogStorage({str(tmp_path / 'runs')!r})\n"
         f"storage.store_event(planned({RUN!r}, 'a', 'p0'))\n"

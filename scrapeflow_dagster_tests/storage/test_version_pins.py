@@ -7,7 +7,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from scrapeflow_dagster.storage.version_guard import VERIFIED
+from scrapeflow_dagster.storage.dagster_internals.version_guard import VERIFIED
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 
 

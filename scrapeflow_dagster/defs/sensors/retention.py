@@ -1,5 +1,5 @@
 """The retention sensor: prunes the Dagster home as its `retention:` block says
-(`storage/retention.py`), a little at every tick, in the daemon beside the runs."""
+(`storage/retention/prune.py`), a little at every tick, in the daemon beside the runs."""
 
 import os
 from pathlib import Path
@@ -8,7 +8,7 @@ import dagster as dg
 import yaml
 
 from scrapeflow_dagster.defs.automation import interval_seconds, promised_sensor_status
-from scrapeflow_dagster.storage.retention import PruneReport, prune
+from scrapeflow_dagster.storage.retention.prune import PruneReport, prune
 
 # Dagster gives a sensor evaluation 60 s (DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); a chunk takes
 # tens of milliseconds (about a second on a million-task Postgres home), so none is started

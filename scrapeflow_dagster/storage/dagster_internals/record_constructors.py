@@ -25,7 +25,7 @@ import importlib
 import logging
 from typing import Any
 
-from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
 
 logger = logging.getLogger(__name__)
 

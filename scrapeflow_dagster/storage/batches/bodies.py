@@ -23,7 +23,7 @@ import sqlalchemy as db
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.sql import LongText
 
-from scrapeflow_dagster.storage.event_dictionary import DICTIONARY_V1
+from scrapeflow_dagster.storage.batches.body_dictionary import DICTIONARY_V1
 
 PREFIX = "z1:"
 _WBITS = -15  # a raw deflate stream: no zlib header or checksum (base64 of less)

@@ -4,7 +4,7 @@ Configured by a `retention:` block in the batched event log storage's config (da
 absent: nothing is ever pruned)::
 
     event_log_storage:
-      module: scrapeflow_dagster.storage.sqlite_batched
+      module: scrapeflow_dagster.storage.sqlite.event_log
       class: BatchedSqliteEventLogStorage
       config:
         base_dir: /abs/home/history/runs/
@@ -38,13 +38,13 @@ import dagster as dg
 import sqlalchemy as db
 from sqlalchemy.engine import Connection
 
-from scrapeflow_dagster.storage import retention_sql as sql
-from scrapeflow_dagster.storage.retention_backends import Backend, backend_for
-from scrapeflow_dagster.storage.version_guard import (
+from scrapeflow_dagster.storage.dagster_internals.version_guard import (
     POSTGRES_PACKAGES,
     SQLITE_PACKAGES,
     supports_installed_versions,
 )
+from scrapeflow_dagster.storage.retention import sql
+from scrapeflow_dagster.storage.retention.backends import Backend, backend_for
 
 # At most this many partitions per transaction: ~10-50 ms on SQLite, so a run's writer waits
 # little behind a chunk (7 ms on Postgres at 200,000 tasks).

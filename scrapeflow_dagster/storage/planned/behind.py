@@ -39,9 +39,9 @@ import sqlalchemy as db
 from dagster._core.events.log import EventLogEntry
 from sqlalchemy.engine import Connection
 
-from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE, PLANNED_TYPE
-from scrapeflow_dagster.storage.freed_memory import give_back_freed_memory
-from scrapeflow_dagster.storage.planned import Row
+from scrapeflow_dagster.storage.batches.write import MATERIALIZATION_TYPE, PLANNED_TYPE
+from scrapeflow_dagster.storage.planned.freed_memory import give_back_freed_memory
+from scrapeflow_dagster.storage.planned.rows import Row
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ import sqlalchemy as db
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from sqlalchemy.engine import Engine
 
-from scrapeflow_dagster.storage.batch_write import MAX_EVENT_ID
+from scrapeflow_dagster.storage.batches.write import MAX_EVENT_ID
 
 logger = logging.getLogger(__name__)
 

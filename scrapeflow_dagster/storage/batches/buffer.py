@@ -39,23 +39,23 @@ from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance import RUNLESS_RUN_ID
 
-from scrapeflow_dagster.storage.batch_write import (
+from scrapeflow_dagster.storage.batches.templates import EventTemplates
+from scrapeflow_dagster.storage.batches.write import (
     MATERIALIZATION_TYPE,
     PLANNED_TYPE,
     asset_key_string,
 )
-from scrapeflow_dagster.storage.event_template import EventTemplates
-from scrapeflow_dagster.storage.migration_scripts import keep_dagster_migrations
-from scrapeflow_dagster.storage.partition_keys import (
+from scrapeflow_dagster.storage.dagster_internals.migration_scripts import keep_dagster_migrations
+from scrapeflow_dagster.storage.dagster_internals.partition_keys import (
     Fingerprint,
     PartitionKeys,
     fingerprint,
     read_keys,
 )
-from scrapeflow_dagster.storage.planned import PlannedTemplate, Row, is_planned_subset
-from scrapeflow_dagster.storage.planned_behind import BEHIND_CHUNK_ROWS, PlannedBehind
-from scrapeflow_dagster.storage.planned_paced import Progress, run_paced, write_paced
-from scrapeflow_dagster.storage.record_constructors import compile_run_records
+from scrapeflow_dagster.storage.dagster_internals.record_constructors import compile_run_records
+from scrapeflow_dagster.storage.planned.behind import BEHIND_CHUNK_ROWS, PlannedBehind
+from scrapeflow_dagster.storage.planned.paced import Progress, run_paced, write_paced
+from scrapeflow_dagster.storage.planned.rows import PlannedTemplate, Row, is_planned_subset
 
 DEFAULT_MAX_BUFFERED_EVENTS = 1000
 DEFAULT_MAX_BUFFER_SECONDS = 5.0

@@ -48,8 +48,8 @@ import sqlalchemy as db
 from dagster._core.events.log import EventLogEntry
 from sqlalchemy.engine import Connection
 
-from scrapeflow_dagster.storage.batch_write import MATERIALIZATION_TYPE, PLANNED_TYPE
-from scrapeflow_dagster.storage.event_body import compact
+from scrapeflow_dagster.storage.batches.bodies import compact
+from scrapeflow_dagster.storage.batches.write import MATERIALIZATION_TYPE, PLANNED_TYPE
 
 Row = dict[str, Any]
 OBSERVATION_TYPE = "ASSET_OBSERVATION"

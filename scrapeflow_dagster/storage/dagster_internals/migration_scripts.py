@@ -24,7 +24,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from dagster._core.storage.sql import ALEMBIC_SCRIPTS_LOCATION
 
-from scrapeflow_dagster.storage.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
 
 # alembic's own `from_config` (a classmethod object), called for whatever is not kept.
 _ALEMBIC_FROM_CONFIG = ScriptDirectory.__dict__["from_config"]

@@ -49,8 +49,8 @@ from typing import TypeVar
 
 from dagster._core.events.log import EventLogEntry
 
-from scrapeflow_dagster.storage.freed_memory import give_back_freed_memory
-from scrapeflow_dagster.storage.planned import PlannedTemplate, Row
+from scrapeflow_dagster.storage.planned.freed_memory import give_back_freed_memory
+from scrapeflow_dagster.storage.planned.rows import PlannedTemplate, Row
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from dagster_postgres.event_log.event_log import CHANNEL_NAME
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 
-from scrapeflow_dagster.storage.batch_write import (
+from scrapeflow_dagster.storage.batches.write import (
     AfterInsert,
     entry_values,
     latest_positions_by_asset_key,

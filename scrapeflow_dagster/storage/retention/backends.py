@@ -25,8 +25,8 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
 )
 
-from scrapeflow_dagster.storage import retention_sql as sql
-from scrapeflow_dagster.storage.postgres_reindex import PRUNED_TABLES, reindex_bloated
+from scrapeflow_dagster.storage.retention import sql
+from scrapeflow_dagster.storage.retention.postgres_reindex import PRUNED_TABLES, reindex_bloated
 
 # Any fixed 64-bit number other than the writers' lock: prunes of one database take turns.
 PRUNE_LOCK_KEY = 0x5C12A9F1E7E1042
