@@ -62,7 +62,7 @@ from bench.lib.proc_stats import descendants
 from bench.lib.repo import PYTHON
 from bench.lib.report import machine_info, print_table, write_json
 from bench.lib.site import Site
-from scrapeflow_dagster.engine.history.status_labels import value_label
+from scrapeflow_dagster.engine.history.counting.status_labels import value_label
 
 CHAIN = ("scrape", "validation", "pages")
 MILLION = 1_000_000

@@ -50,7 +50,7 @@ from bench.lib.measured import Measured, run_measured
 from bench.lib.repo import PYTHON
 from bench.lib.report import machine_info, print_table, write_json
 from scrapeflow_dagster.engine.history import Ledger, StepRow, TaskRow, sync_spool
-from scrapeflow_dagster.engine.history.status_labels import value_label
+from scrapeflow_dagster.engine.history.counting.status_labels import value_label
 from scrapeflow_dagster.engine.state.atomic import create_files_atomic, json_bytes
 from scrapeflow_dagster.engine.state.files import load_status, write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout

@@ -26,7 +26,7 @@ import duckdb
 
 from scrapeflow_dagster.cli import common
 from scrapeflow_dagster.engine.history import LedgerLockedError
-from scrapeflow_dagster.engine.history.rebuild import NOT_A_DATABASE
+from scrapeflow_dagster.engine.history.from_status_files.rebuild import NOT_A_DATABASE
 
 DESCRIPTION = (
     "Add tasks, see their status, run executor assets, keep DuckDB in step, export results."

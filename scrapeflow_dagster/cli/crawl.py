@@ -150,8 +150,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if not args.files and not args.sitemap:
         raise common.UsageError("give seed files, --sitemap URL, or both")
     from scrapeflow_dagster.cli.location_settings import gate_settings
-    from scrapeflow_dagster.engine.crawl.journal import frontier_dir
-    from scrapeflow_dagster.engine.crawl.seeds import add_seeds, sitemap_seeds
+    from scrapeflow_dagster.engine.crawl.frontier.journal import frontier_dir
+    from scrapeflow_dagster.engine.crawl.seeding.seeds import add_seeds, sitemap_seeds
 
     layout = common.layout(args).ensure()
     settings, proxies = gate_settings(args.module)

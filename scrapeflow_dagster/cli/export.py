@@ -10,7 +10,7 @@ import duckdb
 from scrapeflow_dagster.cli import common
 from scrapeflow_dagster.engine.extract import SelectorSetError, load_selector_set
 from scrapeflow_dagster.engine.history import RESULTS, connect_readonly, sync_spool
-from scrapeflow_dagster.engine.history.frames import executor_outputs_sql, extracted_sql
+from scrapeflow_dagster.engine.history.reading.frames import executor_outputs_sql, extracted_sql
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
 # Our format names -> DuckDB's (its JSON is one object per line) and the usual file suffixes.

@@ -34,7 +34,7 @@ from typing import Any
 
 from scrapeflow_dagster.cli import common, materialize
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
-from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
+from scrapeflow_dagster.engine.crawl.frontier.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.revisit.plan import (
     AGED,
     EARLY,

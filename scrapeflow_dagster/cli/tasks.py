@@ -54,7 +54,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
     before the next is read, so memory stays flat however long the file: the status folder
     (listed once) is what remembers the keys of earlier chunks.
     """
-    from scrapeflow_dagster.engine.crawl.seeds import with_options  # see `crawl`'s imports
+    from scrapeflow_dagster.engine.crawl.seeding.seeds import with_options  # see `crawl`'s imports
     from scrapeflow_dagster.lib.partitions import TaskPartitions  # Dagster: ~1 s
 
     options = crawl.crawl_options(args)

@@ -26,12 +26,12 @@ import dagster as dg
 
 from scrapeflow_dagster.crawling.runs import LocationRuns
 from scrapeflow_dagster.engine.crawl import finish_batch, pending_batches
-from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR as LINKS_ASSET
+from scrapeflow_dagster.engine.crawl.discovery.discover import PAGES_EXECUTOR as LINKS_ASSET
+from scrapeflow_dagster.engine.crawl.frontier.stream_summaries import take_stream_summaries
 from scrapeflow_dagster.engine.crawl.scope import ADDED
-from scrapeflow_dagster.engine.crawl.stream_summaries import take_stream_summaries
 from scrapeflow_dagster.engine.errors import StatusFileError
 from scrapeflow_dagster.engine.history import Ledger
-from scrapeflow_dagster.engine.history.spool import spool_files
+from scrapeflow_dagster.engine.history.recording.spool import spool_files
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.state.files import load_status

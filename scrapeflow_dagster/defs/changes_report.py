@@ -6,7 +6,7 @@ import re
 import dagster as dg
 
 from scrapeflow_dagster.defs.report_asset import report_schedule
-from scrapeflow_dagster.engine.history.change_report import HostChanges, change_summary
+from scrapeflow_dagster.engine.history.reading.change_report import HostChanges, change_summary
 from scrapeflow_dagster.lib.resources import StatusStoreResource
 
 CHANGES_REPORT_CRON_ENV = "SCRAPEFLOW_CHANGES_REPORT_CRON"

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from scrapeflow_dagster.defs.automation import cron_from_env
-from scrapeflow_dagster.engine.history.report import crawl_summary
+from scrapeflow_dagster.engine.history.reading.crawl_report import crawl_summary
 from scrapeflow_dagster.lib.resources import StatusStoreResource
 
 REPORT_CRON_ENV = "SCRAPEFLOW_REPORT_CRON"

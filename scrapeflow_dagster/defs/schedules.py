@@ -6,7 +6,7 @@ from datetime import datetime
 import dagster as dg
 
 from scrapeflow_dagster.defs.automation import ExecutorChain, cron_from_env, range_run_requests
-from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
+from scrapeflow_dagster.engine.crawl.frontier.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.engine.revisit.plan import (
     AGED,

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 import dagster as dg
 
 from scrapeflow_dagster.engine.executor import Executor, declared_output, executor_name
-from scrapeflow_dagster.engine.history.frames import transform_structure
+from scrapeflow_dagster.engine.history.reading.frames import transform_structure
 from scrapeflow_dagster.engine.run.step import StepReport
 from scrapeflow_dagster.lib.chain import (
     ChainLink,

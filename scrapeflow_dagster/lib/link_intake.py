@@ -28,7 +28,8 @@ def take_in(
     memo: DiscoveryMemo | None = None,
 ) -> Discovery:
     """Turn the links of the parsed pages among `parents` that were not taken in yet into
-    tasks and frontier rows (`engine.crawl.discover`); DuckDB gets the rows when it is free.
+    tasks and frontier rows (`engine.crawl.discovery.discover`); DuckDB gets the rows when it
+    is free.
 
     Args:
         sync: ingest the rows into DuckDB now; False leaves them in the spool for the next

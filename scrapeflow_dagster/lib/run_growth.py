@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import dagster as dg
 
 from scrapeflow_dagster.engine.crawl import DiscoveryMemo, finish_batch
-from scrapeflow_dagster.engine.crawl.batches import release_batch
-from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
-from scrapeflow_dagster.engine.crawl.stream_summaries import save_stream_summary
+from scrapeflow_dagster.engine.crawl.discovery.discover import PAGES_EXECUTOR
+from scrapeflow_dagster.engine.crawl.frontier.batches import release_batch
+from scrapeflow_dagster.engine.crawl.frontier.stream_summaries import save_stream_summary
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.lib.executor_events import plan_in_run

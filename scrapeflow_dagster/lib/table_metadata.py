@@ -20,12 +20,12 @@ import duckdb
 import orjson
 
 from scrapeflow_dagster.engine.history import LedgerLockedError, connect_readonly
-from scrapeflow_dagster.engine.history.frames import declared_structure, group_structure_sql
+from scrapeflow_dagster.engine.history.reading.frames import declared_structure, group_structure_sql
 from scrapeflow_dagster.lib.partition_events import LogMaterialization
 
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
-# The columns every executor's rows have (`engine.history.frames.OUTPUT_COLUMNS`), typed.
+# The columns every executor's rows have (`engine.history.reading.frames.OUTPUT_COLUMNS`), typed.
 FIXED_COLUMNS = (
     ("key", "VARCHAR"),
     ("url", "VARCHAR"),

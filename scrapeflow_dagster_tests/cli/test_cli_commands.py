@@ -77,6 +77,6 @@ def test_a_mistyped_command_lists_them_all(tmp_path: Path) -> None:
 
 def test_the_crawl_command_follows_the_links_of_the_shipped_pages_executor() -> None:
     from scrapeflow_dagster.cli.crawl import LINKS_ASSET
-    from scrapeflow_dagster.engine.crawl.discover import PAGES_EXECUTOR
+    from scrapeflow_dagster.engine.crawl.discovery.discover import PAGES_EXECUTOR
 
     assert LINKS_ASSET == PAGES_EXECUTOR  # named, not imported: see `cli.crawl`'s imports

@@ -15,9 +15,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from scrapeflow_dagster.engine.crawl.batches import FrontierBatch
-from scrapeflow_dagster.engine.crawl.journal import frontier_dir
-from scrapeflow_dagster.engine.history.spool import spool_files
+from scrapeflow_dagster.engine.crawl.frontier.batches import FrontierBatch
+from scrapeflow_dagster.engine.crawl.frontier.journal import frontier_dir
+from scrapeflow_dagster.engine.history.recording.spool import spool_files
 from scrapeflow_dagster.engine.state.files import load_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.engine.state.schema import is_success, md5_of

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from scrapeflow_dagster.engine.crawl.lastmods import sitemap_hints
+from scrapeflow_dagster.engine.crawl.frontier.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.revisit.plan import due_tasks
 from scrapeflow_dagster.engine.state.files import iter_statuses
 from scrapeflow_dagster.engine.state.layout import DataLayout

@@ -8,7 +8,7 @@ import pandas as pd
 
 from scrapeflow_dagster.cli.task_views import status_table
 from scrapeflow_dagster.engine.history import StatusCounts
-from scrapeflow_dagster.engine.history.open_markers import read_markers
+from scrapeflow_dagster.engine.history.markers.open_markers import read_markers
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.cli.helpers import Run, run_in_process

@@ -15,7 +15,7 @@ from scrapeflow_dagster.defs.changes_report import (
     host_metadata,
     host_metadata_key,
 )
-from scrapeflow_dagster.engine.history.change_report import (
+from scrapeflow_dagster.engine.history.reading.change_report import (
     NO_CHANGE_YET,
     HostChanges,
     change_summary,

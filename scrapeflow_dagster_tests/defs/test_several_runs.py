@@ -17,7 +17,7 @@ from scrapeflow_dagster.defs.automation import (
     max_concurrent_runs,
 )
 from scrapeflow_dagster.defs.sensors import frontier_sensor, inbox_sensor, retry_sensor
-from scrapeflow_dagster.engine.crawl.batches import FrontierBatch, new_batch_id, save_batch
+from scrapeflow_dagster.engine.crawl.frontier.batches import FrontierBatch, new_batch_id, save_batch
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.instance import dagster_yaml
 from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, tasks_partitions_def

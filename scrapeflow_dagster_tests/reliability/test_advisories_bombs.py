@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
+from scrapeflow_dagster.engine.crawl.sitemaps.reading import read_sitemaps
 from scrapeflow_dagster.engine.errors import BodyTooLargeError, ScrapeError
 from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.gate.opening import open_gate

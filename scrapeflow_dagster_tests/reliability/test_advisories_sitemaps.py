@@ -14,7 +14,7 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from scrapeflow_dagster.engine.crawl.sitemaps import (
+from scrapeflow_dagster.engine.crawl.sitemaps.reading import (
     OTHER_HOST,
     REFUSED_ADDRESS,
     SitemapReading,

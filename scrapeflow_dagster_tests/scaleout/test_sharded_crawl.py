@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from scrapeflow_dagster.engine.crawl.journal import frontier_dir
+from scrapeflow_dagster.engine.crawl.frontier.journal import frontier_dir
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.lib.partitions import TASKS_PARTITIONS_NAME, add_task_partitions
 from scrapeflow_dagster.site.server import SiteThread

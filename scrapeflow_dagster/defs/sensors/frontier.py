@@ -13,7 +13,7 @@ from scrapeflow_dagster.defs.automation import (
     spread_ranges,
 )
 from scrapeflow_dagster.engine.crawl import FrontierBatch, finish_batch, pending_batches
-from scrapeflow_dagster.engine.crawl.expanded_and_added import expanded_keys
+from scrapeflow_dagster.engine.crawl.frontier.expanded_and_added import expanded_keys
 from scrapeflow_dagster.engine.retry.ranges import plan_ranges
 from scrapeflow_dagster.lib.link_intake import register, take_in
 from scrapeflow_dagster.lib.partitions import (

@@ -6,22 +6,17 @@ spools them to JSONL files, and `sync_spool` moves the spool into DuckDB wheneve
 lock (idempotently per file, so a crash loses or doubles no row). The status files stay the
 truth: `rebuild_from_status_dir` makes DuckDB agree with them.
 
-Modules:
-    rows: `TaskRow`, `StepRow`, `OutputRow`, `PageRow`, `FrontierRow` and their spool lines (secrets
-        redacted).
-    spool: spool file location, names, listing, and setting aside unusable files.
-    ledger: `Ledger`, the buffered writer runs use.
-    open_markers: the marker each open Ledger keeps (since when DuckDB may lag the files).
-    connection: opening DuckDB under its one-writer rule, with lock backoff.
-    sync: ingest of spool files into DuckDB, one transaction per batch.
-    rebuild: DuckDB made to agree with the status files, read through `engine.state`.
-    repair: the rows a killed run lost, recorded again from its status files.
-    status_counts: `scrapeflow status`'s exact counts from DuckDB and the files it lags.
-    status_folder, status_labels: the status folder's listing and labels for those counts.
-    schema: the SQL (tables, the `current_state` view, ingest statements).
-    queries: the queries users run, and `summary_text`.
-    frames: results as pandas frames (`read_pages`, `read_steps`, `read_current_state`,
-        `read_outputs`).
+Subpackages, each `__init__` saying what it holds and may import (bottom first: a subpackage
+imports only those above it in this list):
+    database: DuckDB's tables (`schema`), the ingest statements (`spool_sql`), the one-writer
+        `connection`, each task's `current` state.
+    markers: the marker each open Ledger keeps (since when DuckDB may lag the files).
+    recording: the `rows` and their `spool_lines`, the `spool` files, the `Ledger`, `sync`.
+    from_status_files: `rebuild` (DuckDB made to agree with the status files, read through
+        `engine.state`) and `repair` (the rows a killed run lost).
+    counting: `scrapeflow status`'s exact counts from DuckDB and the files it lags
+        (`status_counts`, `status_folder`, `status_labels`).
+    reading: `queries` and `summary_text`, `frames` (pandas), `crawl_report`, `change_report`.
 
 Imports allowed: `scrapeflow_dagster.engine.errors`, `scrapeflow_dagster.engine.redact`,
 `scrapeflow_dagster.engine.canonical` (a task's canonical URL, kept beside it),
@@ -29,12 +24,19 @@ Imports allowed: `scrapeflow_dagster.engine.errors`, `scrapeflow_dagster.engine.
 orjson. Never Dagster, never `run`, `executors` or `proxies`: the run records through a Ledger.
 """
 
-from scrapeflow_dagster.engine.history.connection import (
+from scrapeflow_dagster.engine.history.counting.status_counts import StatusCounts, count_statuses
+from scrapeflow_dagster.engine.history.database.connection import (
     LedgerLockedError,
     connect_readonly,
     find_lock_holder,
 )
-from scrapeflow_dagster.engine.history.frames import (
+from scrapeflow_dagster.engine.history.from_status_files.rebuild import (
+    RebuildResult,
+    StatusFileProblem,
+    parse_status_file,
+    rebuild_from_status_dir,
+)
+from scrapeflow_dagster.engine.history.reading.frames import (
     RESULTS,
     read_current_state,
     read_extracted,
@@ -43,15 +45,9 @@ from scrapeflow_dagster.engine.history.frames import (
     read_result,
     read_steps,
 )
-from scrapeflow_dagster.engine.history.ledger import Ledger
-from scrapeflow_dagster.engine.history.queries import QUERIES, summary_text
-from scrapeflow_dagster.engine.history.rebuild import (
-    RebuildResult,
-    StatusFileProblem,
-    parse_status_file,
-    rebuild_from_status_dir,
-)
-from scrapeflow_dagster.engine.history.rows import (
+from scrapeflow_dagster.engine.history.reading.queries import QUERIES, summary_text
+from scrapeflow_dagster.engine.history.recording.ledger import Ledger
+from scrapeflow_dagster.engine.history.recording.rows import (
     FRONTIER_OUTCOMES,
     STEP_STATUSES,
     FrontierRow,
@@ -60,9 +56,8 @@ from scrapeflow_dagster.engine.history.rows import (
     StepRow,
     TaskRow,
 )
-from scrapeflow_dagster.engine.history.spool import default_spool_dir, new_spool_name
-from scrapeflow_dagster.engine.history.status_counts import StatusCounts, count_statuses
-from scrapeflow_dagster.engine.history.sync import SyncResult, sync_spool
+from scrapeflow_dagster.engine.history.recording.spool import default_spool_dir, new_spool_name
+from scrapeflow_dagster.engine.history.recording.sync import SyncResult, sync_spool
 from scrapeflow_dagster.engine.state.schema import utc_now
 
 __all__ = [

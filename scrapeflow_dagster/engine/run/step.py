@@ -8,7 +8,7 @@ from typing import NamedTuple
 from yarl import URL
 
 from scrapeflow_dagster.engine.history import Ledger, OutputRow, PageRow, StepRow
-from scrapeflow_dagster.engine.history.rows import MAX_OUTPUT_BYTES, OutputColumnsRow
+from scrapeflow_dagster.engine.history.recording.rows import MAX_OUTPUT_BYTES, OutputColumnsRow
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Executor, declared_output, executor_name
 from scrapeflow_dagster.engine.run.execute import execute_async

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import cast
 
-from scrapeflow_dagster.engine.crawl.sitemaps import read_sitemaps
+from scrapeflow_dagster.engine.crawl.sitemaps.reading import read_sitemaps
 from scrapeflow_dagster.engine.gate.opening import open_gate
 from scrapeflow_dagster.engine.settings import SitemapSettings
 from scrapeflow_dagster_tests.conftest import fast_settings

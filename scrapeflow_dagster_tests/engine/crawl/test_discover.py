@@ -16,19 +16,19 @@ from scrapeflow_dagster.engine.crawl import (
     known_fingerprints,
     pending_batches,
 )
-from scrapeflow_dagster.engine.crawl.batches import (
+from scrapeflow_dagster.engine.crawl.frontier.batches import (
     FrontierBatch,
     batches,
     frontier_lock,
     save_batch,
 )
-from scrapeflow_dagster.engine.crawl.expanded_and_added import (
+from scrapeflow_dagster.engine.crawl.frontier.expanded_and_added import (
     JournalTail,
     crawl_sizes,
     expanded_keys,
 )
-from scrapeflow_dagster.engine.crawl.generation import GENERATION_NAME, RETIRED_DIR_NAME
-from scrapeflow_dagster.engine.crawl.journal import frontier_dir
+from scrapeflow_dagster.engine.crawl.frontier.generation import GENERATION_NAME, RETIRED_DIR_NAME
+from scrapeflow_dagster.engine.crawl.frontier.journal import frontier_dir
 from scrapeflow_dagster.engine.history import Ledger
 from scrapeflow_dagster.engine.state.files import iter_status_files, load_status, write_status
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -374,7 +374,9 @@ def test_a_status_folder_made_anew_starts_the_frontier_over(
     assert expanded_keys(layout) == set() and batches(layout) == []
     assert seed(layout, SEED, max_depth=2) == root
     parsed(layout, root, links)
-    with caplog.at_level(logging.WARNING, logger="scrapeflow_dagster.engine.crawl.generation"):
+    with caplog.at_level(
+        logging.WARNING, logger="scrapeflow_dagster.engine.crawl.frontier.generation"
+    ):
         again = run_discovery(layout, [root])
     assert sorted(again.keys) == sorted(first.keys)
     assert expanded_keys(layout) == {root}

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from scrapeflow_dagster.engine.crawl import discover
-from scrapeflow_dagster.engine.crawl.discover import Discovery
+from scrapeflow_dagster.engine.crawl.discovery.discover import Discovery
 from scrapeflow_dagster.engine.executor import execute_async
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape

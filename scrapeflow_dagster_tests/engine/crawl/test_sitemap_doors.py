@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from scrapeflow_dagster.engine.crawl.scope import OUT_OF_SCOPE, OVER_BUDGET
-from scrapeflow_dagster.engine.crawl.sitemaps import SitemapReading, read_sitemaps
+from scrapeflow_dagster.engine.crawl.sitemaps.reading import SitemapReading, read_sitemaps
 from scrapeflow_dagster.engine.gate.opening import open_gate
 from scrapeflow_dagster.engine.proxies import ProxyProvider, ProxyProviderFromList
 from scrapeflow_dagster.engine.settings import ScrapeSettings, SitemapSettings

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from scrapeflow_dagster.engine.crawl.scope import OVER_BUDGET
-from scrapeflow_dagster.engine.crawl.sitemaps import (
+from scrapeflow_dagster.engine.crawl.sitemaps.reading import (
     OTHER_HOST,
     REFUSED_ADDRESS,
     SitemapReading,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapeflow_dagster.engine.crawl.sitemaps import (
+from scrapeflow_dagster.engine.crawl.sitemaps.reading import (
     OTHER_HOST,
     REFUSED_ADDRESS,
     SitemapReading,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapeflow_dagster.engine.history import StepRow, connect_readonly
-from scrapeflow_dagster.engine.history.open_markers import OPEN_DIR_NAME
+from scrapeflow_dagster.engine.history.markers.names import OPEN_DIR_NAME
 
 T0 = datetime(2026, 11, 22, 14, 0, 0)
 REPO_ROOT = Path(__file__).resolve().parents[3]

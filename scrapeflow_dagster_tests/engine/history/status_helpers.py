@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import orjson
 
 from scrapeflow_dagster.engine.history import Ledger, StepRow, connect_readonly
-from scrapeflow_dagster.engine.history.status_labels import (
+from scrapeflow_dagster.engine.history.counting.status_labels import (
     LABEL_PREFIX_SQL,
     WHITESPACE,
     finish_label,

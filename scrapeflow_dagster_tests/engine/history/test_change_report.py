@@ -12,7 +12,7 @@ import pytest
 
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
-from scrapeflow_dagster.engine.history.change_report import (
+from scrapeflow_dagster.engine.history.reading.change_report import (
     BAR_WIDTH,
     NO_CHANGE_YET,
     ChangeSummary,

@@ -7,13 +7,16 @@ import sys
 import time
 from pathlib import Path
 
-from scrapeflow_dagster.engine.history.connection import connect_read_write, connect_readonly
+from scrapeflow_dagster.engine.history.database.connection import (
+    connect_read_write,
+    connect_readonly,
+)
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
 
 OPENER = """
 import sys, time
 from pathlib import Path
-from scrapeflow_dagster.engine.history import connection
+from scrapeflow_dagster.engine.history.database import connection
 
 db_path, go = Path(sys.argv[1]), Path(sys.argv[2])
 while not go.exists():

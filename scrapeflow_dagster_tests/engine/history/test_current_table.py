@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 
 from scrapeflow_dagster.engine.history import Ledger, StepRow, rebuild_from_status_dir
-from scrapeflow_dagster.engine.history.sync import sync_spool
+from scrapeflow_dagster.engine.history.recording.sync import sync_spool
 from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster_tests.engine.history.helpers import query, step
 from scrapeflow_dagster_tests.engine.history.status_helpers import Step, play_step

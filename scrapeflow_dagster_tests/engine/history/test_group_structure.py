@@ -3,7 +3,7 @@
 import duckdb
 import pytest
 
-from scrapeflow_dagster.engine.history.frames import group_structure_sql
+from scrapeflow_dagster.engine.history.reading.frames import group_structure_sql
 
 # Fields that change type between rows, nesting, lists of mixed items, nulls, non-objects.
 TRICKY_OUTPUTS = [

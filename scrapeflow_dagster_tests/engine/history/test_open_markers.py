@@ -11,9 +11,8 @@ from pathlib import Path
 import orjson
 
 from scrapeflow_dagster.engine.history import Ledger, TaskRow
-from scrapeflow_dagster.engine.history.open_markers import (
-    open_dir,
-    process_start_ticks,
+from scrapeflow_dagster.engine.history.markers.names import open_dir, process_start_ticks
+from scrapeflow_dagster.engine.history.markers.open_markers import (
     read_markers,
     sweep_orphan_journals,
 )

@@ -10,12 +10,12 @@ import pytest
 from scrapeflow_dagster.engine.executor import Context, declares_output, taskify
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.history import rebuild_from_status_dir
-from scrapeflow_dagster.engine.history.frames import (
+from scrapeflow_dagster.engine.history.reading.frames import (
     OUTPUT_COLUMNS,
     executor_outputs_sql,
     read_outputs,
 )
-from scrapeflow_dagster.engine.history.rows import OutputRow
+from scrapeflow_dagster.engine.history.recording.rows import OutputRow
 from scrapeflow_dagster.engine.run.step import run_chain, run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings
 from scrapeflow_dagster.engine.state.layout import DataLayout
@@ -184,7 +184,7 @@ async def test_one_executors_outputs_read_back_with_a_typed_column_per_field(
 def test_a_field_named_like_a_column_and_outputs_that_are_not_objects(tmp_path: Path) -> None:
     import duckdb
 
-    from scrapeflow_dagster.engine.history import schema
+    from scrapeflow_dagster.engine.history.database import schema
 
     conn = duckdb.connect(str(tmp_path / "o.duckdb"))
     conn.execute(schema.SCHEMA_SQL)

@@ -17,8 +17,9 @@ import pytest
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.history import Ledger, count_statuses, rebuild_from_status_dir
-from scrapeflow_dagster.engine.history.open_markers import open_dir, read_markers
-from scrapeflow_dagster.engine.history.sync import sync_spool
+from scrapeflow_dagster.engine.history.markers.names import open_dir
+from scrapeflow_dagster.engine.history.markers.open_markers import read_markers
+from scrapeflow_dagster.engine.history.recording.sync import sync_spool
 from scrapeflow_dagster.engine.run.execute import execute_async
 from scrapeflow_dagster.engine.run.step import run_step
 from scrapeflow_dagster.engine.settings import ScrapeSettings

@@ -17,7 +17,7 @@ from scrapeflow_dagster.engine.history import (
     connect_readonly,
     sync_spool,
 )
-from scrapeflow_dagster.engine.history import sync as sync_module
+from scrapeflow_dagster.engine.history.recording import sync as sync_module
 from scrapeflow_dagster_tests.engine.history.helpers import (
     REPO_ROOT,
     query,
@@ -264,7 +264,7 @@ def test_a_batch_too_large_for_the_ingest_cap_is_ingested_under_the_connections_
 
 
 def test_a_sync_leaves_the_connections_memory_cap_as_it_found_it(db_path: Path) -> None:
-    from scrapeflow_dagster.engine.history.connection import connect_read_write
+    from scrapeflow_dagster.engine.history.database.connection import connect_read_write
 
     with Ledger(db_path) as ledger:
         ledger.record_step(step("first", 0))
