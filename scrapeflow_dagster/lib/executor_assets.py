@@ -45,6 +45,7 @@ from scrapeflow_dagster.lib.table_metadata import (
     output_schema,
     table_metadata,
 )
+from scrapeflow_dagster.storage.dagster_internals.version_guard import unverified_versions
 
 GROUP_NAME = "scraping"
 
@@ -130,6 +131,9 @@ def run_and_log(
     same run as it goes (`run_growth`); the reports name them too. Each asset's last
     materialisation carries its table's row count and columns (`table_metadata`)."""
     scrape_settings, status_store, proxy_provider = resources
+    unverified = unverified_versions()
+    if unverified is not None:
+        context.log.warning(f"{label}{unverified} (docs/compatibility.md)")
     materialize = HeldBack(materialization_logger(context))
     grow = None
     if follow_links and follows_links(selection.names, selection.requires):

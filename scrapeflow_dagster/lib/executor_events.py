@@ -14,7 +14,7 @@ below them.
 import logging
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -23,7 +23,10 @@ from scrapeflow_dagster.engine.run.results import StepResult
 from scrapeflow_dagster.engine.run.step import Outcome, StepReport, Succeeded
 from scrapeflow_dagster.lib.partition_events import LogMaterialization
 from scrapeflow_dagster.storage.batches.buffer import BufferedEventLog
-from scrapeflow_dagster.storage.dagster_internals.version_guard import supports_dagster_version
+from scrapeflow_dagster.storage.dagster_internals.version_guard import (
+    supports_dagster_version,
+    unverified_versions,
+)
 
 if TYPE_CHECKING:
     from dagster._core.events.log import EventLogEntry
@@ -100,18 +103,25 @@ def log_outcome(
 def check_result(report: StepReport, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
     """The `no_failed_tasks` check over a run's report: counts by outcome, error kind and class."""
     counts = report.counts_by_outcome()
+    metadata: dict[str, Any] = {
+        "summary": dg.MetadataValue.md(report.markdown()),
+        "succeeded": counts.get("SUCCESS", 0),
+        "skipped": counts.get("SKIPPED", 0),
+        "failed": counts.get("ERROR", 0),
+        "not_ready": len(report.not_ready),
+    }
+    # A Dagster the storages are not verified on runs them stock (a home ~15x larger per task):
+    # said in the check users look at, failing, not only once in a process's log.
+    unverified = unverified_versions()
+    if unverified is not None:
+        metadata["dagster_unverified"] = unverified
     return dg.AssetCheckResult(
         asset_key=asset_key,
         check_name=CHECK_NAME,
-        passed=not report.failed,
+        passed=not report.failed and unverified is None,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "summary": dg.MetadataValue.md(report.markdown()),
-            "succeeded": counts.get("SUCCESS", 0),
-            "skipped": counts.get("SKIPPED", 0),
-            "failed": counts.get("ERROR", 0),
-            "not_ready": len(report.not_ready),
-        },
+        metadata=metadata,
+        description=unverified,
     )
 
 

@@ -8,6 +8,7 @@ docs/compatibility.md: adding a verified version). `pyproject.toml` pins Dagster
 (`storage/test_version_pins.py`), so the fallback below runs only where a user forced another.
 """
 
+import functools
 import logging
 import os
 import sys
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 _warned: set[tuple[str, str]] = set()
 
 
+@functools.lru_cache(maxsize=None)
 def installed_version(package: str) -> str | None:
     """The installed version of the distribution `package`, None when it is not installed."""
     if package == "dagster":
@@ -88,6 +90,20 @@ def supports_installed_versions(
         ", ".join(f"{name} {found[name] or '(not installed)'}" for name in differing), fallback
     )
     return False
+
+
+def unverified_versions(packages: Sequence[str] = SQLITE_PACKAGES) -> str | None:
+    """The packages of `packages` installed at a version not verified (`dagster 1.13.29`), or
+    None when all are verified (or `make compat` admits them): what a run's log and its
+    `no_failed_tasks` check name, so that a fallback is seen where users look."""
+    if os.environ.get(ADMIT_INSTALLED_ENV) == "1":
+        return None
+    found = {name: installed_version(name) for name in packages}
+    differing = [f"{name} {found[name]}" for name in packages if found[name] not in VERIFIED[name]]
+    if not differing:
+        return None
+    verified = "; ".join(f"{name} {', '.join(VERIFIED[name])}" for name in packages)
+    return f"{', '.join(differing)} is not verified (verified: {verified}): {STORAGE_FALLBACK}"
 
 
 def supports_dagster_version(
