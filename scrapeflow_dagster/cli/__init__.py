@@ -131,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `scrapeflow` console script; returns the exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(command_of(arguments)).parse_args(arguments)
+    if getattr(args, "module", None) not in (None, "scrapeflow_dagster.definitions"):
+        common.look_in_working_directory()
     try:
         return int(args.func(args))
     except (common.UsageError, LedgerLockedError, OSError, ValueError) as exc:

@@ -1,6 +1,7 @@
 """What every `scrapeflow` command shares: the data folder option, usage errors, plain tables."""
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -80,3 +81,15 @@ def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
         "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
         for row in rows
     ]
+
+
+def look_in_working_directory() -> None:
+    """Let a code location named by `--module` be found in the current folder, as `dagster -m`
+    finds it: the folder goes first on this process's path and on its step processes'
+    (`PYTHONPATH`)."""
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if here not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([here, *paths])

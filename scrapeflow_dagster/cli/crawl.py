@@ -12,6 +12,7 @@ pages' links are judged again and only new pages are fetched.
 """
 
 import argparse
+import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -137,13 +138,63 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         "max age (24 h by default), whose copy is used otherwise",
     )
     add_crawl_options(crawl, depth_required=True)
+    crawl.add_argument(
+        "--page-text",
+        type=int,
+        metavar="CHARS",
+        help="keep each page's readable text up to CHARS characters (the `page_text` table; "
+        "the runs' `page_text_max_chars`)",
+    )
+    crawl.add_argument(
+        "--markdown",
+        action="store_true",
+        help="with --page-text, each page's Markdown too (the `markdown` extra)",
+    )
+    crawl.add_argument(
+        "--config-json",
+        metavar="JSON",
+        help="run config for the crawl's runs, as `dagster` takes it (e.g. any scrape_settings "
+        'field: {"resources": {"scrape_settings": {"config": {...}}}})',
+    )
     crawl.add_argument("--module", "-m", default=DEFINITIONS_MODULE, help="the code location")
+
+
+def run_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The run config the options give the crawl's runs (`--config-json`, then `--page-text`
+    and `--markdown` over its `scrape_settings`).
+
+    Raises:
+        UsageError: naming the option (JSON that is no object, a negative length, Markdown
+            without text).
+    """
+    config: dict[str, Any] = {}
+    if args.config_json is not None:
+        try:
+            config = json.loads(args.config_json)
+        except json.JSONDecodeError as exc:
+            raise common.UsageError(f"--config-json is not JSON: {exc}") from None
+        if not isinstance(config, dict):
+            raise common.UsageError("--config-json must be a JSON object (run config)")
+    if args.markdown and not args.page_text:
+        raise common.UsageError("--markdown needs --page-text CHARS (the Markdown of the text)")
+    if args.page_text is None:
+        return config
+    if args.page_text < 0:
+        raise common.UsageError(f"--page-text must be 0 or more characters, got {args.page_text}")
+    settings = {"page_text_max_chars": args.page_text}
+    if args.markdown:
+        settings["page_markdown"] = True
+    resources = config.setdefault("resources", {})
+    scrape = resources.setdefault("scrape_settings", {}).setdefault("config", {})
+    scrape.update(settings)
+    return config
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
     """Add the seeds, then run rounds until the crawl is done; exit 0 when it finished (1 when
     some seed lines were refused, 2 when none could be read)."""
     options = crawl_options(args)
+    config = run_config(args)
     assets = materialize.executor_asset_names(args.module)
     if LINKS_ASSET not in assets:
         raise common.UsageError(f"{args.module} has no {LINKS_ASSET!r} asset: nothing lists links")
@@ -215,7 +266,14 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         runs = LocationRuns(instance, args.module)
         with log_path.open("a") as log:
             done = run_crawl(
-                layout, runs, seeds, reopened=regrown, assets=assets, log=log, on_round=_print_round
+                layout,
+                runs,
+                seeds,
+                reopened=regrown,
+                assets=assets,
+                log=log,
+                on_round=_print_round,
+                run_config=config,
             )
     finally:
         instance.dispose()

@@ -18,7 +18,7 @@ progress" for good.
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -75,6 +75,7 @@ def run_crawl(
     assets: Sequence[str],
     log: IO[str] | None = None,
     on_round: Callable[[Round], None] | None = None,
+    run_config: Mapping[str, Any] | None = None,
 ) -> CrawlResult:
     """Run the crawls of `seeds` until none of their tasks is left to run, starting with the
     seeds and the `reopened` pages (a crawl grown in place).
@@ -85,13 +86,15 @@ def run_crawl(
             for its links to be followed).
         log: takes Dagster's output of the runs.
         on_round: called with each depth's round once its run is over (the CLI prints it).
+        run_config: run config of the runs (resources' settings: page text, ...), merged with
+            the chain's own (`follow_links`).
     """
     crawls = set(seeds)
     attempted: set[str] = set()
     result = CrawlResult()
     todo = [*seeds, *reopened]
     settings = runs.scrape_settings()
-    config = _follow_links_config(runs, assets)
+    config = _merged(dict(run_config or {}), _follow_links_config(runs, assets) or {}) or None
     token = uuid.uuid4().hex  # the runs' steps leave what they took in under it
     while True:
         batches = [b for b in pending_batches(layout) if crawls & set(b.crawls)]
@@ -138,6 +141,16 @@ def run_crawl(
             if on_round is not None:
                 on_round(done)
         todo = []
+
+
+def _merged(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` merged into it, dict by dict (`extra` wins on a leaf)."""
+    for name, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(name), dict):
+            base[name] = _merged(dict(base[name]), value)
+        else:
+            base[name] = value
+    return base
 
 
 def _follow_links_config(runs: LocationRuns, assets: Sequence[str]) -> dict[str, Any] | None:

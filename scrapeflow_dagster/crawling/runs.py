@@ -44,10 +44,18 @@ def location_definitions(module: str) -> dg.Definitions:
     raise ValueError(f"{module} holds no dagster Definitions")
 
 
+# The job of every asset of a location, as `asset_job` names it: Dagster's own implicit job
+# (`__ASSET_JOB`) is a reserved name that a reconstructed job may not carry.
+LOCATION_JOB = "scrapeflow_location_assets"
+
+
 def asset_job(module: str) -> dg.JobDefinition:
     """The job of every asset of `module`'s definitions (what `dagster asset materialize`
-    selects from); module-level, so that step processes can rebuild it."""
-    return location_definitions(module).resolve_implicit_global_asset_job_def()
+    selects from), with its resources and executor; module-level, so that step processes can
+    rebuild it."""
+    definitions = location_definitions(module)
+    job = dg.define_asset_job(LOCATION_JOB, selection=dg.AssetSelection.all())
+    return dg.Definitions.merge(definitions, dg.Definitions(jobs=[job])).get_job_def(LOCATION_JOB)
 
 
 class LocationRuns:
