@@ -18,40 +18,29 @@ from scrapeflow_dagster_tests.support.graphql import ui_partition_health
 from scrapeflow_dagster_tests.support.ledger import query
 from scrapeflow_dagster_tests.support.partitions import Status, keys_with, partition_statuses
 from scrapeflow_dagster_tests.support.processes import process_env
+from scrapeflow_dagster_tests.support.task_batches import TaskBatch
 from scrapeflow_dagster_tests.support.tasks import TaskRows, store_and_add
 
 FORCE = {"ops": {"executor_chain": {"config": {"force": True}}}}
 
 
-class Tasks:
+class Tasks(TaskBatch):
     """The keys of one mixed batch, by what the site answers them."""
 
     def __init__(self, site: SiteThread) -> None:
-        self.rows: list[tuple[str, str]] = []
+        super().__init__()
         self.good: set[str] = set()
         self.missing: set[str] = set()  # 404: permanent
         self.flaky: set[str] = set()  # 503 forever: transient, retried, still failing
         self.captcha: set[str] = set()  # 200 with a block page: scrape succeeds
         for n in range(50):
-            self._add(self.good, f"good-{n:03d}", site.url(f"/page/{n}"))
+            self.add(self.good, f"good-{n:03d}", site.url(f"/page/{n}"))
             if n % 10 == 4:
-                self._add(self.missing, f"missing-{n:03d}", site.url("/status/404"))
+                self.add(self.missing, f"missing-{n:03d}", site.url("/status/404"))
             if n % 10 == 9:
-                self._add(self.flaky, f"flaky-{n:03d}", site.url(f"/flaky/assets-{n}?fail=-1"))
+                self.add(self.flaky, f"flaky-{n:03d}", site.url(f"/flaky/assets-{n}?fail=-1"))
             if n in (20, 40):
-                self._add(self.captcha, f"captcha-{n:03d}", site.url("/captcha"))
-
-    def _add(self, group: set[str], key: str, url: str) -> None:
-        group.add(key)
-        self.rows.append((key, url))
-
-    @property
-    def keys(self) -> list[str]:
-        return [key for key, _ in self.rows]
-
-    @property
-    def urls(self) -> dict[str, str]:
-        return dict(self.rows)
+                self.add(self.captcha, f"captcha-{n:03d}", site.url("/captcha"))
 
     @property
     def scrape_failed(self) -> set[str]:

@@ -26,6 +26,7 @@ from scrapeflow_dagster_tests.defs.test_webserver import (  # noqa: F401 (the we
 )
 from scrapeflow_dagster_tests.support.partitions import Status, partition_statuses
 from scrapeflow_dagster_tests.support.processes import process_env
+from scrapeflow_dagster_tests.support.task_batches import TaskBatch
 from scrapeflow_dagster_tests.support.tasks import store_tasks
 
 ASSETS = ("scrape", "validation", "pages")
@@ -46,29 +47,21 @@ query PartitionStats($path: [String!]!) {
 """
 
 
-class Batch:
+class Batch(TaskBatch):
     """Tasks on the bundled site: pages, permanent 404s (fail `scrape`), captcha pages (fail
     `validation`), interleaved so that every shard gets each kind."""
 
     def __init__(self, site: SiteThread, pages: int) -> None:
-        self.rows: list[tuple[str, str]] = []
+        super().__init__()
         self.good: set[str] = set()
         self.missing: set[str] = set()
         self.captcha: set[str] = set()
         for n in range(pages):
-            self._add(self.good, f"t-{n:03d}-page", site.url(f"/page/{n}"))
+            self.add(self.good, f"t-{n:03d}-page", site.url(f"/page/{n}"))
             if n % 10 == 3:
-                self._add(self.missing, f"t-{n:03d}-missing", site.url(f"/status/404?n={n}"))
+                self.add(self.missing, f"t-{n:03d}-missing", site.url(f"/status/404?n={n}"))
             if n % 15 == 8:
-                self._add(self.captcha, f"t-{n:03d}-captcha", site.url(f"/captcha?n={n}"))
-
-    def _add(self, group: set[str], key: str, url: str) -> None:
-        group.add(key)
-        self.rows.append((key, url))
-
-    @property
-    def keys(self) -> list[str]:
-        return [key for key, _ in self.rows]
+                self.add(self.captcha, f"t-{n:03d}-captcha", site.url(f"/captcha?n={n}"))
 
     def expected(self) -> dict[str, dict[str, Status | None]]:
         """asset -> partition -> the status the chain must leave."""
