@@ -49,7 +49,8 @@ DAGSTER ?=
 COMPAT := .venv-compat
 COMPAT_TESTS := scrapeflow_dagster_tests/storage/test_cli_contract.py \
 	scrapeflow_dagster_tests/storage/test_migration_scripts.py \
-	scrapeflow_dagster_tests/storage/test_sqlite_batched.py \
+	scrapeflow_dagster_tests/storage/test_sqlite_batched_rows.py \
+	scrapeflow_dagster_tests/storage/test_sqlite_batched_buffer.py \
 	scrapeflow_dagster_tests/storage/test_sigkill.py \
 	scrapeflow_dagster_tests/defs/test_assets.py \
 	scrapeflow_dagster_tests/defs/test_chain_runs.py \

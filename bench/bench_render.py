@@ -33,11 +33,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.bench_chain_scale import smaps_rollup_kib
 from bench.lib.polling import Poller
 from bench.lib.proc_stats import descendants
 from bench.lib.report import machine_info, print_table, write_json
 from bench.lib.site import Site
+from bench.lib.smaps import smaps_rollup_kib
 from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.render import render
 from scrapeflow_dagster.engine.executors.scrape import scrape

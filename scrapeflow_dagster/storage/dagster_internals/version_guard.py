@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 _warned: set[tuple[str, str]] = set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_version(package: str) -> str | None:
     """The installed version of the distribution `package`, None when it is not installed."""
     if package == "dagster":

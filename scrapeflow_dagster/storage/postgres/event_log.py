@@ -56,11 +56,11 @@ from dagster_postgres.utils import (
 from sqlalchemy.engine import Connection
 
 from scrapeflow_dagster.storage.batches.bodies import install as install_body_reader
-from scrapeflow_dagster.storage.batches.buffer import (
+from scrapeflow_dagster.storage.batches.buffer import BufferedEventLog
+from scrapeflow_dagster.storage.batches.buffered_events import (
     DEFAULT_MAX_BUFFER_SECONDS,
     DEFAULT_MAX_BUFFERED_EVENTS,
     RUN_END_TYPES,
-    BufferedEventLog,
     buffer_config_fields,
     is_buffered,
 )

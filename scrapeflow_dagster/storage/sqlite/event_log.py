@@ -55,10 +55,10 @@ from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
 
 from scrapeflow_dagster.storage.batches.bodies import install as install_body_reader
-from scrapeflow_dagster.storage.batches.buffer import (
+from scrapeflow_dagster.storage.batches.buffer import BufferedEventLog
+from scrapeflow_dagster.storage.batches.buffered_events import (
     DEFAULT_MAX_BUFFER_SECONDS,
     DEFAULT_MAX_BUFFERED_EVENTS,
-    BufferedEventLog,
     buffer_config_fields,
 )
 from scrapeflow_dagster.storage.batches.lean_writes import (
