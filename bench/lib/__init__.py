@@ -9,4 +9,8 @@
 - `measured`: one command run to its end with its wall time, CPU and peak RSS.
 - `service`: a long-lived command (dagster dev, the webserver) in its own process group.
 - `report`: tables, JSON reports and the machine's description.
+- `smaps`: a process's proportional set size (PSS) from /proc.
+- `summary_values`, `summary_chain`, `cost_rows`: `make bench`'s console summary rows.
+- `headlines`, `doc_table`: the rows of docs/performance.md's current-figures table, written in
+  place.
 """
