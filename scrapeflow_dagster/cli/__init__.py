@@ -48,7 +48,7 @@ _SUMMARIES = {
     "status": "print the status summary",
     "crawl": "crawl from the tasks of a file: follow links within a depth, scope and budget",
     "refresh": "fetch again the tasks older than a duration (conditionally), then the steps after",
-    "db": "DuckDB: sync | rebuild | summary",
+    "db": "DuckDB: sync | rebuild | summary | prune",
     "export": "write a result (pages, steps, outputs, ...) to a parquet, csv or jsonl file",
     "materialize": "run an executor asset over its missing, failed or all task partitions",
     "home": "the Dagster home",

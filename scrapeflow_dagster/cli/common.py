@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -93,3 +94,21 @@ def look_in_working_directory() -> None:
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if here not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([here, *paths])
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
+
+
+def parse_duration(text: str, option: str = "--older-than") -> float:
+    """Seconds of a duration such as `90`, `30m`, `12h`, `7d`, `2w` (no unit: seconds).
+
+    Raises:
+        UsageError: naming the value when it is not such a duration.
+    """
+    found = _DURATION.fullmatch(text.strip().lower())
+    if found is None:
+        raise UsageError(
+            f"{option} {text!r}: expected a number with an optional unit s, m, h, d or w"
+        )
+    return float(found.group(1)) * _UNITS[found.group(2) or "s"]

@@ -1,5 +1,5 @@
-"""`scrapeflow db sync | rebuild | summary`: keep DuckDB in step with the spool and the status
-files, and print the summary queries.
+"""`scrapeflow db sync | rebuild | summary | prune`: keep DuckDB in step with the spool and the
+status files, print the summary queries, and trim the history it keeps for good.
 
 DuckDB admits one process at a time: when another holds the file past `--lock-timeout`, the
 command names the file and that process and exits 2 rather than wait on.
@@ -7,6 +7,7 @@ command names the file and that process and exits 2 rather than wait on.
 
 import argparse
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from scrapeflow_dagster.cli import common, progress
@@ -19,20 +20,29 @@ from scrapeflow_dagster.engine.history import (
     summary_text,
     sync_spool,
 )
+from scrapeflow_dagster.engine.history.database.prune import prune_history
 from scrapeflow_dagster.engine.state.layout import DataLayout
 
-SUMMARY = "DuckDB: sync | rebuild | summary"
+SUMMARY = "DuckDB: sync | rebuild | summary | prune"
 DESCRIPTION = (
     "sync: ingest the spool runs left; rebuild: make DuckDB agree with the status files; "
-    "summary: sync, then print the summary queries."
+    "summary: sync, then print the summary queries; prune --older-than DURATION: delete the "
+    "step history, changes and spool files' names older than that (each task's current state "
+    "kept)."
 )
 LOCK_WAIT = common.LOCK_TIMEOUT_SECONDS
 
 
 def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
-    """`db sync | rebuild | summary`."""
+    """`db sync | rebuild | summary | prune`."""
     db = common.add_command(sub, parent, "db", cmd_db, summary=SUMMARY, description=DESCRIPTION)
-    db.add_argument("action", choices=["sync", "rebuild", "summary"])
+    db.add_argument("action", choices=["sync", "rebuild", "summary", "prune"])
+    db.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        help="prune: the history older than this goes (30d, 12w, ...)",
+    )
+    db.add_argument("--dry-run", action="store_true", help="prune: count what would go, only")
     wait = f"wait this long for another process to let go of DuckDB (default {LOCK_WAIT:g})"
     db.add_argument("--lock-timeout", type=float, default=LOCK_WAIT, metavar="SECONDS", help=wait)
 
@@ -44,11 +54,40 @@ def cmd_db(args: argparse.Namespace) -> int:
         if args.action == "summary":
             print(summary_text(layout, lock_timeout_seconds=args.lock_timeout))
             return 0
+        if args.action == "prune":
+            print(prune(layout, args))
+            return 0
         act = rebuild if args.action == "rebuild" else sync
         print(act(layout, lock_timeout_seconds=args.lock_timeout))
     except LedgerLockedError:
         raise LedgerLockedError(locked_message(layout.db_path, args.lock_timeout)) from None
     return 0
+
+
+def prune(layout: DataLayout, args: argparse.Namespace) -> str:
+    """Delete the history older than `--older-than` (synced first: rows still in the spool are
+    never older than those in DuckDB); returns the summary line.
+
+    Raises:
+        UsageError: `--older-than` missing or no duration.
+        LedgerLockedError: when another process held DuckDB for `--lock-timeout`.
+    """
+    if args.older_than is None:
+        raise common.UsageError("db prune needs --older-than DURATION (e.g. 30d)")
+    before = datetime.now(UTC).replace(tzinfo=None) - timedelta(
+        seconds=common.parse_duration(args.older_than)
+    )
+    sync(layout, lock_timeout_seconds=args.lock_timeout)
+    result = prune_history(
+        layout.db_path, before=before, lock_timeout_seconds=args.lock_timeout, dry_run=args.dry_run
+    )
+    verb = "would delete" if result.dry_run else "deleted"
+    return (
+        f"{verb} {common.plural(result.step_runs, 'step run')}, "
+        f"{common.plural(result.changes, 'change')} and "
+        f"{common.plural(result.spool_files, 'spool file name')} older than "
+        f"{before:%Y-%m-%d %H:%M} UTC from {layout.db_path}; each task's current state kept"
+    )
 
 
 def rebuild(layout: DataLayout, *, lock_timeout_seconds: float) -> str:

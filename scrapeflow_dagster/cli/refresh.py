@@ -25,7 +25,6 @@ failed, 2 for bad usage.
 
 import argparse
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapeflow_dagster.cli import common, materialize
+from scrapeflow_dagster.cli.common import parse_duration
 from scrapeflow_dagster.dagster_cli import DEFINITIONS_MODULE
 from scrapeflow_dagster.engine.crawl.frontier.lastmods import sitemap_hints
 from scrapeflow_dagster.engine.revisit.plan import (
@@ -56,22 +56,6 @@ from scrapeflow_dagster.engine.state.schema import (
 
 SUMMARY = "fetch again the tasks older than a duration (conditionally), then the steps after"
 DEFAULT_OLDER_THAN = "7d"
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
-
-
-def parse_duration(text: str, option: str = "--older-than") -> float:
-    """Seconds of a duration such as `90`, `30m`, `12h`, `7d`, `2w` (no unit: seconds).
-
-    Raises:
-        UsageError: naming the value when it is not such a duration.
-    """
-    found = _DURATION.fullmatch(text.strip().lower())
-    if found is None:
-        raise common.UsageError(
-            f"{option} {text!r}: expected a number with an optional unit s, m, h, d or w"
-        )
-    return float(found.group(1)) * _UNITS[found.group(2) or "s"]
 
 
 def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:

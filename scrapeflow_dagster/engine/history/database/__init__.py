@@ -8,6 +8,8 @@ Modules:
     connection: opening DuckDB under its one-writer rule, with lock backoff; who holds the lock.
     current: `step_current`, each task and executor's latest step row, and the `current_state`
         view over it.
+    prune: the history (step runs, changes, spool files' names) older than a date deleted,
+        each task's current state kept.
 
 May import: `engine.redact` (a lock holder's command line), duckdb. Nothing else of `history`:
 the other subpackages stand on this one.

@@ -96,6 +96,13 @@ def refresh_current(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(_MARK_SQL)
 
 
+def mark_current(conn: duckdb.DuckDBPyConnection) -> None:
+    """Record that `step_current` reflects `step_runs` as they are now, in the transaction
+    that removed rows no task's current state is (a prune): the next writer then catches up
+    from here instead of ranking the whole history again."""
+    conn.execute(_MARK_SQL)
+
+
 def ensure_current(conn: duckdb.DuckDBPyConnection, *, rebuild: bool = False) -> None:
     """Make `step_current` agree with `step_runs` and point `current_state` at it (a writer,
     after `SCHEMA_SQL`; the file's first use by this version fills it from its history).
