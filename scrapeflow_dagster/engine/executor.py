@@ -5,6 +5,7 @@ The engine's run stage lives in `engine.run`; this module keeps scrapeflow's imp
 """
 
 from scrapeflow_dagster.engine.errors import ScrapeError, UpstreamMissingError
+from scrapeflow_dagster.engine.executors.stored_body import page_url
 from scrapeflow_dagster.engine.gate.answer import Fetched
 from scrapeflow_dagster.engine.run.context import (
     RECOGNISED_ERRORS,
@@ -45,5 +46,6 @@ __all__ = [
     "executor_name",
     "reads_stored_only",
     "resolve_link",
+    "page_url",
     "taskify",
 ]

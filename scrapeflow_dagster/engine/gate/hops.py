@@ -22,10 +22,12 @@ from scrapeflow_dagster.engine.gate.route import Route
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.retry.requests import parse_retry_after, status_kind
 from scrapeflow_dagster.engine.run.context import Context
-from scrapeflow_dagster.engine.tasks.urls import request_url, resolve_link
+from scrapeflow_dagster.engine.tasks.urls import host_port, request_url, resolve_link
 
 NOT_MODIFIED = 304
 _CHUNK_BYTES = 64 * 1024
+# Methods whose request carries no body.
+_NO_BODY = frozenset({"GET", "HEAD"})
 # Answers that send the client elsewhere (with a Location header).
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
@@ -93,15 +95,15 @@ async def request_once(
         polite = context.polite
         slot = None
         if polite is not None:
-            host = f"{current.host}:{current.port}"  # politeness's `host_of`, without a call
+            host = host_port(current)  # politeness's `host_of`
             slot = polite.try_acquire(host) or await polite.acquire(host)
         try:
             with route.guarding(current, what):
                 async with route.session.request(
                     method,
                     current,
-                    json=payload if method == "POST" and data is None else None,
-                    data=data if method not in ("GET", "HEAD") else None,
+                    json=payload if method not in _NO_BODY and data is None else None,
+                    data=data if method not in _NO_BODY else None,
                     cookies=params.get("cookies") if own_host else None,
                     headers=headers,
                     proxy=proxy,
@@ -112,6 +114,7 @@ async def request_once(
                     location = response.headers.get("Location")
                     if response.status in REDIRECTS and location is not None:
                         target = redirect_target(current, location)
+                        refuse_body_elsewhere(response.status, method, url, target, payload, data)
                         # As browsers do: 303 (but after a HEAD), and 301/302 after a POST, go
                         # on as a GET without the body.
                         if (response.status == 303 and method != "HEAD") or (
@@ -119,7 +122,9 @@ async def request_once(
                         ):
                             method, payload, data = "GET", None, None
                     else:
-                        body, answer = await read_answer(context, response, proxy, conditional)
+                        body, answer = await read_answer(
+                            context, response, proxy, conditional, method=method
+                        )
                         return body, answer, route
         finally:
             if slot is not None:
@@ -139,8 +144,11 @@ async def read_answer(
     response: aiohttp.ClientResponse,
     proxy: str | None,
     conditional: dict[str, str] | None,
+    *,
+    method: str = "GET",
 ) -> tuple[bytes, aiohttp.ClientResponse]:
-    """The body of a final (not redirecting) answer, or the error its status means."""
+    """The body of a final (not redirecting) answer, or the error its status means (a HEAD's
+    answer has no body: its Content-Length is the resource's, not checked against the cap)."""
     settings = context.settings
     if conditional and response.status == NOT_MODIFIED:
         return b"", response
@@ -151,6 +159,8 @@ async def read_answer(
             kind=kind,
             retry_after_seconds=parse_retry_after(response.headers.get("Retry-After")),
         )
+    if method == "HEAD":
+        return b"", response
     cap = settings.max_body_bytes
     declared = response.content_length
     if declared is not None and declared <= cap and "Content-Encoding" not in response.headers:
@@ -158,6 +168,26 @@ async def read_answer(
         # Content-Length is the decoded size.
         return await response.read(), response
     return await read_capped(response, cap), response
+
+
+def refuse_body_elsewhere(
+    status: int, method: str, first: URL, target: URL, payload: Any, data: bytes | None
+) -> None:
+    """Refuse a 307/308 that would send the request's body (a login form, an API token in a
+    JSON payload) to another origin than the request's own: the headers and cookies do not
+    follow it (`keeps_credentials`), and neither may the body.
+
+    Raises:
+        RedirectRefusedError: naming the hop.
+    """
+    if status not in (307, 308) or method in _NO_BODY:
+        return
+    if (payload is None and data is None) or keeps_credentials(first, target):
+        return
+    raise RedirectRefusedError(
+        f"redirect to {redact(str(target))}: a {status} would send the {method} body to "
+        "another origin"
+    )
 
 
 def keeps_credentials(first: URL, hop: URL) -> bool:

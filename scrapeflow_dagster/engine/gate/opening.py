@@ -14,7 +14,7 @@ from scrapeflow_dagster.engine.gate.task_fetch import fetch_for_task
 from scrapeflow_dagster.engine.polite.addresses import AddressGuard, GuardedResolver
 from scrapeflow_dagster.engine.polite.gate import Politeness
 from scrapeflow_dagster.engine.polite.robots import POLITE_DIR
-from scrapeflow_dagster.engine.polite.sockets import GuardedSockets, hop_scope
+from scrapeflow_dagster.engine.polite.sockets import GuardedSockets, HopScope
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Context
 from scrapeflow_dagster.engine.run.task_session import TaskSession
@@ -72,7 +72,7 @@ async def guarded_session(
     async with own_session(
         parallelism,
         settings,
-        middlewares=(hop_scope,),
+        middlewares=(HopScope(guard),),
         resolver=GuardedResolver(guard),
         use_dns_cache=False,
         socket_factory=GuardedSockets(guard),

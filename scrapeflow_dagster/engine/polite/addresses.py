@@ -18,8 +18,9 @@ a literal and hands it, unresolved, to `getaddrinfo`, which reads `127.1` as 127
 Every connection of a guarded session is checked once more at the socket (`sockets`), where
 the only exemption is the connection to the proxy of the request being sent.
 
-Limits: a request through a proxy is resolved by the proxy (only literals are checked); a
-session you pass to `execute_async` yourself is used for intranet tasks only.
+Limits: a request through a proxy is resolved by the proxy; its target's name is checked
+here first (`sockets.HopScope`), and the proxy may resolve it otherwise (split DNS). A session
+you pass to `execute_async` yourself is used for intranet tasks only.
 """
 
 import asyncio
@@ -162,7 +163,7 @@ _current: ContextVar[_Scope | None] = ContextVar("scrapeflow_address_scope", def
 
 @dataclass
 class Hop:
-    """The request being sent in this asyncio task (set by `sockets.hop_scope`): what it is,
+    """The request being sent in this asyncio task (set by `sockets.HopScope`): what it is,
     and the proxy it goes through, whose addresses the resolver fills in as it answers."""
 
     what: str  # its URL, redacted when named in a refusal

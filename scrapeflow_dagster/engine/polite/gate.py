@@ -15,11 +15,13 @@ from scrapeflow_dagster.engine.polite.robots import (
     origin_of,
 )
 from scrapeflow_dagster.engine.settings import PoliteSettings
+from scrapeflow_dagster.engine.tasks.urls import host_port
 
 
 def host_of(url: URL) -> str:
-    """`host:port` of `url`: the unit of per-host limits (as a server's Host header names it)."""
-    return f"{url.host}:{url.port}"
+    """`host:port` of `url`: the unit of per-host limits (as a server's Host header names it,
+    an IPv6 host in brackets as robots.txt's origin spells it: `tasks.urls.host_port`)."""
+    return host_port(url)
 
 
 class Politeness:

@@ -41,7 +41,7 @@ from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.settings import PoliteSettings
 from scrapeflow_dagster.engine.state.atomic import write_json_atomic
 from scrapeflow_dagster.engine.state.schema import parse_stamp, stamp, utc_now
-from scrapeflow_dagster.engine.tasks.urls import request_url, resolve_link
+from scrapeflow_dagster.engine.tasks.urls import host_port, request_url, resolve_link
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +114,7 @@ class RobotsRules:
 def origin_of(url: URL) -> str:
     """`scheme://host:port` of `url`, the port always written (robots.txt is per origin), an
     IPv6 host in brackets (`http://[::1]:80`: unbracketed, its colons would read as a port)."""
-    host = url.host or ""
-    return f"{url.scheme}://{f'[{host}]' if ':' in host else host}:{url.port}"
+    return f"{url.scheme}://{host_port(url)}"
 
 
 def _file_stem(origin: str) -> str:

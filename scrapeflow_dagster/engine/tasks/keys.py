@@ -12,6 +12,7 @@ from yarl import URL
 
 from scrapeflow_dagster.engine.canonical import _canonical, canonical_url, validate_url
 from scrapeflow_dagster.engine.errors import InvalidTaskError
+from scrapeflow_dagster.engine.tasks.urls import host_port
 
 __all__ = ["canonical_url", "validate_url"]  # kept here too: their first home
 
@@ -108,7 +109,7 @@ def link_identity(url: str) -> LinkIdentity:
     fingerprint = _fingerprint(canonical, "GET", None)
     key = _readable_key(parsed, fingerprint, "GET")
     # Spelled as `polite.robots.origin_of` spells it (the name of the robots.txt cache file).
-    origin = f"{parsed.scheme}://{parsed.host}:{parsed.port}"
+    origin = f"{parsed.scheme}://{host_port(parsed)}"
     return LinkIdentity(
         url.strip(), canonical, fingerprint, key, (parsed.host or "").lower(), origin
     )

@@ -15,6 +15,14 @@ from yarl import URL
 _FETCHED_SCHEMES = ("http:", "https:")
 
 
+def host_port(url: URL) -> str:
+    """`host:port` of `url`, the port always written, an IPv6 host in brackets (`[::1]:80`:
+    unbracketed, its colons would read as a port): the unit of per-host slots, and of
+    robots.txt's origin after its scheme."""
+    host = url.host or ""
+    return f"[{host}]:{url.port}" if ":" in host else f"{host}:{url.port}"
+
+
 def resolve_link(base: str, href: str) -> str | None:
     """`href` resolved against the document's base URL `base`, without its fragment; None when
     it is no http(s) URL (`mailto:`, `javascript:`, `data:`, unparseable).

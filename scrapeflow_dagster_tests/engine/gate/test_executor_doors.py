@@ -160,6 +160,33 @@ async def test_the_unguarded_session_is_the_named_opt_out_and_does_reach_inside(
     assert sum(internal.seen.values()) == 1
 
 
+async def test_a_name_resolving_inside_is_refused_before_the_proxy_fetches_it(
+    public_host: PublicHost,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Through a proxy only the proxy connects to the target, resolving it itself: the gate
+    # resolves the name first and refuses one that is internal here.
+    internal = Site("127.0.0.1")
+    internal.routes["/secret"] = text("secret")
+    await internal.start()
+    try:
+        async with ForwardProxy() as proxy:
+            page = _serve_page(public_host, [f"http://localhost:{internal.port}/secret"], tmp_path)
+            done = await execute_async(
+                [scrape, with_fetch],
+                tmp_path,
+                {"t": {"url": page}},
+                settings=fast_settings(),
+                proxy_provider=ProxyProviderFromList([proxy.url]),
+            )
+    finally:
+        await internal.stop()
+    assert done == ["t"]
+    seen = _output(tmp_path, "t", "with_fetch")
+    assert "resolves to an internal address here, refused through the proxy" in str(seen), seen
+    assert internal.seen == Counter()
+
+
 async def test_a_named_proxy_is_exempt_for_its_own_hop_only(
     public_host: PublicHost,  # noqa: F811
     tmp_path: Path,
