@@ -51,7 +51,17 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")
 # The first that applies names the address: 240.0.0.0/4 is private too for ipaddress, but
 # "reserved" says what it is.
-_KINDS = ("loopback", "link_local", "multicast", "unspecified", "reserved", "private")
+_KINDS = (
+    "loopback",
+    "link_local",
+    "multicast",
+    "unspecified",
+    "reserved",
+    "private",
+    # fec0::/10, IPv6 only (RFC 3879 deprecated it; hosts still route it inside a site):
+    # Python 3.11's ipaddress calls it global.
+    "site_local",
+)
 # Characters that end a URL's host or belong to its user info: a host holding one is no literal
 # (and must not be read as `user@127.1`).
 _NOT_IN_HOST = frozenset("/\\?#@")
@@ -80,14 +90,15 @@ def internal_kind(address: IpAddress) -> str | None:
 
     Returns:
         `loopback`, `link-local`, `multicast`, `unspecified`, `private` (10/8, 172.16/12,
-        192.168/16, fc00::/7, ...), `reserved`, `shared` (100.64/10), `non-global` (any other
-        address Python's `ipaddress` does not call global), or None.
+        192.168/16, fc00::/7, ...), `reserved`, `site-local` (fec0::/10), `shared`
+        (100.64/10), `non-global` (any other address Python's `ipaddress` does not call
+        global), or None.
     """
     embedded = _embedded_ipv4(address)
     if embedded is not None:
         return internal_kind(embedded)
     for kind in _KINDS:
-        if getattr(address, f"is_{kind}"):
+        if getattr(address, f"is_{kind}", False):
             return kind.replace("_", "-")
     if address in _SHARED:
         return "shared"

@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 from typing import Any, NamedTuple
 
+from yarl import URL
+
 from scrapeflow_dagster.engine.errors import HttpStatusError, ScrapeError
 from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.redact import redact
@@ -118,7 +120,7 @@ class GateRouter:
             self.log.refuse(url, f"{request.method} requests are not sent from rendered pages")
             await _quietly(route.abort("blockedbyclient"))
             return
-        params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers)}
+        params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers, url)}
         # The page's own method: a HEAD sent as a GET would fetch (and cap) a whole body.
         fetching = asyncio.ensure_future(fetch(self.context, params, method=request.method))
         self._fetches.add(fetching)
@@ -156,8 +158,29 @@ class GateRouter:
             fetching.cancel()
 
 
-def _forwarded(headers: dict[str, str]) -> dict[str, str]:
-    return {name: value for name, value in headers.items() if name in FORWARDED_REQUEST_HEADERS}
+def _forwarded(headers: dict[str, str], url: str) -> dict[str, str]:
+    kept = {name: value for name, value in headers.items() if name in FORWARDED_REQUEST_HEADERS}
+    if "referer" in kept:
+        referer = referer_for(kept.pop("referer"), url)
+        if referer is not None:
+            kept["referer"] = referer
+    return kept
+
+
+def referer_for(referer: str, url: str) -> str | None:
+    """The Referer a page's request to `url` carries: whole to the page's own origin, the
+    origin alone to another, none from https to http (the browsers' default policy,
+    strict-origin-when-cross-origin, whatever policy the page sets: the page's URL may hold
+    the task's credentials, `token=...`, which no other site is to see)."""
+    try:
+        source, target = URL(referer), URL(url)
+        if source.origin() == target.origin():
+            return referer
+    except ValueError:
+        return None
+    if source.scheme == "https" and target.scheme != "https":
+        return None
+    return f"{source.origin()}/"
 
 
 async def _quietly(action: Any) -> None:

@@ -110,6 +110,8 @@ KINDS = [
     ("::ffff:169.254.169.254", "link-local"),
     ("fe80::1", "link-local"),
     ("fe80::1%eth0", "link-local"),
+    ("fec0::1", "site-local"),  # deprecated site-local: still inside a site, not global
+    ("feff::1", "site-local"),
     ("224.0.0.1", "multicast"),
     ("239.255.255.250", "multicast"),
     ("ff02::1", "multicast"),
