@@ -17,7 +17,6 @@ import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,6 +36,7 @@ from scrapeflow_dagster_tests.reliability.advisory_sites import (
 from scrapeflow_dagster_tests.support.netns import PublicHost, public_host  # noqa: F401
 from scrapeflow_dagster_tests.support.netns_hosts import namespace_hosts, rewrite_hosts
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
+from scrapeflow_dagster_tests.support.processes import ask
 
 # crewAI issue 6520: an SSRF guard that checked the first URL only, bypassed by a redirect and
 # by DNS rebinding.
@@ -123,17 +123,6 @@ REBIND_CHILD = textwrap.dedent(
     """
 )
 REBIND_NAME = "rebind.test"
-
-
-def ask(child: subprocess.Popen[str], command: str) -> dict[str, Any]:
-    """Send `command` to the child; its JSON answer."""
-    assert child.stdin is not None and child.stdout is not None
-    child.stdin.write(command + "\n")
-    child.stdin.flush()
-    line = child.stdout.readline()
-    assert line, f"the child ended without answering {command!r} (exit {child.wait()})"
-    answer: dict[str, Any] = json.loads(line)
-    return answer
 
 
 @pytest.mark.timeout(120)

@@ -1,6 +1,7 @@
 """Child processes of the tests: the environment naming their temp homes, stopping or killing a
 process group, and waiting for what a process does."""
 
+import json
 import os
 import signal
 import subprocess
@@ -124,3 +125,14 @@ def wait_for_text(path: Path, text: str, proc: subprocess.Popen[bytes], timeout:
             return needle in path.read_bytes()
         time.sleep(0.05)
     raise AssertionError(f"{text!r} did not show in {path} within {timeout} s")
+
+
+def ask(child: subprocess.Popen[str], command: str) -> dict[str, Any]:
+    """Send `command` (a line) to a child that answers each with one JSON line; its answer."""
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(command + "\n")
+    child.stdin.flush()
+    line = child.stdout.readline()
+    assert line, f"the child ended without answering {command!r} (exit {child.wait()})"
+    answer: dict[str, Any] = json.loads(line)
+    return answer

@@ -16,7 +16,12 @@ from scrapeflow_dagster.engine.executors.pages import (
     is_html,
     parse_page,
 )
-from scrapeflow_dagster.engine.executors.stored_body import keep_previous, read_body, rendered_path
+from scrapeflow_dagster.engine.executors.stored_body import (
+    keep_previous,
+    page_url,
+    read_body,
+    rendered_path,
+)
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.render.choice import Parsed
@@ -59,7 +64,8 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
     learned = False
     try:
         # The real URL, not the stored (redacted) one: the page must see its own URL.
-        url = await real_final_url(context, status["params"], scraped.get("final_url"))
+        known = page_url(status["params"], scraped.get("final_url"))
+        url = await real_final_url(context, status["params"], known)
         document = Document(url, read_body(context, key), content_type)
         rendered = await render_document(context, browser, document, trust=trust)
         output = _stored(context, key, rendered)

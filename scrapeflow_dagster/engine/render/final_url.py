@@ -5,8 +5,9 @@ would send `***` to its own site (its scripts read `location`, its relative requ
 against it) and would not even be of the site's origin when its userinfo was masked. The real
 URL is not stored anywhere (it is a secret), so it is worked out again:
 
-- the stored URL holds no mask: nothing was redacted, it is the real one;
-- it is the task's URL redacted: no redirect (or one to the same URL), the task's URL;
+- what needs no request, `executors.stored_body.page_url` knows (the links of `pages` are
+  resolved with it too): a stored URL without a mask is the real one, and the task's URL
+  redacted is the task's URL (no redirect, or one to the same URL);
 - else the page was redirected to a URL holding a credential the task's URL may not even hold
   (a signed URL): the task's URL is asked again by HEAD, through the gate with the task's own
   params, and the URL that answers is the page's when it redacts to the stored one. A HEAD
@@ -21,20 +22,19 @@ from scrapeflow_dagster.engine.errors import (
     ScrapeError,
     TransientRenderError,
 )
-from scrapeflow_dagster.engine.gate.fetch import check_params, fetch
+from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.redact import MASK, redact
 from scrapeflow_dagster.engine.run.context import Context
 
 
-async def real_final_url(
-    context: Context, params: dict[str, Any], stored_final_url: str | None
-) -> str:
+async def real_final_url(context: Context, params: dict[str, Any], known_url: str) -> str:
     """The real URL the page of a task with `params` was answered from (see the module).
 
     Args:
         context: the run's context (its gate, for the HEAD).
         params: the task's params, as in its status file (the real URL, headers, trust).
-        stored_final_url: the final URL `scrape` stored for it (redacted), if any.
+        known_url: what the stored final URL says without a request
+            (`executors.stored_body.page_url`): the real one, or the stored one still masked.
 
     Raises:
         TransientRenderError: the HEAD that would find the URL again failed for a while (a
@@ -42,13 +42,8 @@ async def real_final_url(
         RenderError: that HEAD was refused (a 4xx, robots.txt, the address guard) or the
             task's URL no longer leads to the stored final URL (scrape it again).
     """
-    task_url = str(params["url"])
-    if not stored_final_url:
-        return task_url
-    if MASK not in stored_final_url:
-        return stored_final_url  # nothing was redacted
-    if stored_final_url in _redacted_forms(params):
-        return task_url
+    if MASK not in known_url:
+        return known_url
     try:
         answer = await fetch(context, params, method="HEAD")
     except ScrapeError as exc:
@@ -57,19 +52,9 @@ async def real_final_url(
             f"the page's final URL holds a credential (stored redacted); the HEAD that would"
             f" find it again failed: {exc}"
         ) from None
-    if redact(answer.final_url) != stored_final_url:
+    if redact(answer.final_url) != known_url:
         raise RenderError(
             f"the page's final URL holds a credential (stored redacted) and the task's URL now"
-            f" leads to {redact(answer.final_url)}, not {stored_final_url}: scrape it again"
+            f" leads to {redact(answer.final_url)}, not {known_url}: scrape it again"
         )
     return answer.final_url
-
-
-def _redacted_forms(params: dict[str, Any]) -> set[str]:
-    """The task's URL redacted as written and as the gate sends it (what `scrape` stored)."""
-    forms = {redact(str(params["url"]))}
-    try:
-        forms.add(redact(str(check_params(params))))
-    except ValueError:  # `InvalidTaskError`: scrape could not have sent it either
-        pass
-    return forms

@@ -63,6 +63,24 @@ def _warn_once(found: str, fallback: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def _unverified(
+    packages: Sequence[str], installed: Mapping[str, str | None] | None = None
+) -> list[str]:
+    """`name version` of each package of `packages` at a version not verified (none when `make
+    compat` admits the installed ones); `installed` stands in for them in tests."""
+    if installed is None and os.environ.get(ADMIT_INSTALLED_ENV) == "1":
+        return []
+    found = {
+        name: (installed[name] if installed is not None else installed_version(name))
+        for name in packages
+    }
+    return [
+        f"{name} {found[name] or '(not installed)'}"
+        for name in packages
+        if found[name] not in VERIFIED[name]
+    ]
+
+
 def supports_installed_versions(
     packages: Sequence[str],
     *,
@@ -77,29 +95,17 @@ def supports_installed_versions(
         fallback: what happens instead, for the warning.
         installed: the versions to check (default: the installed ones; for tests).
     """
-    if installed is None and os.environ.get(ADMIT_INSTALLED_ENV) == "1":
-        return True
-    found = {
-        name: (installed[name] if installed is not None else installed_version(name))
-        for name in packages
-    }
-    differing = [name for name in packages if found[name] not in VERIFIED[name]]
-    if not differing:
-        return True
-    _warn_once(
-        ", ".join(f"{name} {found[name] or '(not installed)'}" for name in differing), fallback
-    )
-    return False
+    differing = _unverified(packages, installed)
+    if differing:
+        _warn_once(", ".join(differing), fallback)
+    return not differing
 
 
 def unverified_versions(packages: Sequence[str] = SQLITE_PACKAGES) -> str | None:
     """The packages of `packages` installed at a version not verified (`dagster 1.13.29`), or
     None when all are verified (or `make compat` admits them): what a run's log and its
     `no_failed_tasks` check name, so that a fallback is seen where users look."""
-    if os.environ.get(ADMIT_INSTALLED_ENV) == "1":
-        return None
-    found = {name: installed_version(name) for name in packages}
-    differing = [f"{name} {found[name]}" for name in packages if found[name] not in VERIFIED[name]]
+    differing = _unverified(packages)
     if not differing:
         return None
     verified = "; ".join(f"{name} {', '.join(VERIFIED[name])}" for name in packages)

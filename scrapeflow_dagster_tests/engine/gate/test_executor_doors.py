@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -116,25 +117,42 @@ def _output(tmp_path: Path, key: str, executor: str) -> dict[str, Any]:
     return dict(status[executor]["seen"])
 
 
+@pytest.fixture
+async def internal() -> AsyncIterator[Site]:
+    """The internal site on loopback, counting every request it gets."""
+    site = Site("127.0.0.1")
+    site.routes["/secret"] = text("secret")
+    await site.start()
+    yield site
+    await site.stop()
+
+
+async def _run_public_page(
+    host: PublicHost, tmp_path: Path, executor: Any, links: list[str], *, proxy: str | None = None
+) -> tuple[list[str], dict[str, Any]]:
+    """`scrape` then `executor` over a public page linking to `links` (through `proxy`, if
+    given): the keys done and what the executor saw of each link."""
+    page = _serve_page(host, links, tmp_path)
+    done = await execute_async(
+        [scrape, executor],
+        tmp_path,
+        {"t": {"url": page}},
+        settings=fast_settings(),
+        proxy_provider=ProxyProviderFromList([proxy]) if proxy is not None else None,
+    )
+    return done, _output(tmp_path, "t", executor.__name__) if done else {}
+
+
 @pytest.mark.parametrize("executor", [with_session, with_fetch])
 async def test_an_executor_of_a_public_task_cannot_reach_an_internal_address(
     public_host: PublicHost,  # noqa: F811
+    internal: Site,
     tmp_path: Path,
     executor: Any,
 ) -> None:
-    internal = Site("127.0.0.1")
-    internal.routes["/secret"] = text("secret")
-    await internal.start()
-    try:
-        links = [f"{internal.base}/secret", f"http://localhost:{internal.port}/secret"]
-        page = _serve_page(public_host, links, tmp_path)
-        done = await execute_async(
-            [scrape, executor], tmp_path, {"t": {"url": page}}, settings=fast_settings()
-        )
-    finally:
-        await internal.stop()
+    links = [f"{internal.base}/secret", f"http://localhost:{internal.port}/secret"]
+    done, seen = await _run_public_page(public_host, tmp_path, executor, links)
     assert done == ["t"]
-    seen = _output(tmp_path, "t", executor.__name__)
     assert sorted(seen) == sorted(links)
     for url, what in seen.items():
         assert "AddressRefusedError" in str(what) and "loopback" in str(what), (url, what)
@@ -143,74 +161,45 @@ async def test_an_executor_of_a_public_task_cannot_reach_an_internal_address(
 
 async def test_the_unguarded_session_is_the_named_opt_out_and_does_reach_inside(
     public_host: PublicHost,  # noqa: F811
+    internal: Site,
     tmp_path: Path,
 ) -> None:
     # What the two tests above would see if the doors were open: the harness counts a leak.
-    internal = Site("127.0.0.1")
-    internal.routes["/secret"] = text("secret")
-    await internal.start()
-    try:
-        page = _serve_page(public_host, [f"{internal.base}/secret"], tmp_path)
-        await execute_async(
-            [scrape, with_unguarded], tmp_path, {"t": {"url": page}}, settings=fast_settings()
-        )
-    finally:
-        await internal.stop()
-    assert _output(tmp_path, "t", "with_unguarded") == {f"{internal.base}/secret": 200}
+    links = [f"{internal.base}/secret"]
+    _, seen = await _run_public_page(public_host, tmp_path, with_unguarded, links)
+    assert seen == {f"{internal.base}/secret": 200}
     assert sum(internal.seen.values()) == 1
 
 
 async def test_a_name_resolving_inside_is_refused_before_the_proxy_fetches_it(
     public_host: PublicHost,  # noqa: F811
+    internal: Site,
     tmp_path: Path,
 ) -> None:
     # Through a proxy only the proxy connects to the target, resolving it itself: the gate
     # resolves the name first and refuses one that is internal here.
-    internal = Site("127.0.0.1")
-    internal.routes["/secret"] = text("secret")
-    await internal.start()
-    try:
-        async with ForwardProxy() as proxy:
-            page = _serve_page(public_host, [f"http://localhost:{internal.port}/secret"], tmp_path)
-            done = await execute_async(
-                [scrape, with_fetch],
-                tmp_path,
-                {"t": {"url": page}},
-                settings=fast_settings(),
-                proxy_provider=ProxyProviderFromList([proxy.url]),
-            )
-    finally:
-        await internal.stop()
+    links = [f"http://localhost:{internal.port}/secret"]
+    async with ForwardProxy() as proxy:
+        done, seen = await _run_public_page(
+            public_host, tmp_path, with_fetch, links, proxy=proxy.url
+        )
     assert done == ["t"]
-    seen = _output(tmp_path, "t", "with_fetch")
     assert "resolves to an internal address here, refused through the proxy" in str(seen), seen
     assert internal.seen == Counter()
 
 
 async def test_a_named_proxy_is_exempt_for_its_own_hop_only(
     public_host: PublicHost,  # noqa: F811
+    internal: Site,
     tmp_path: Path,
 ) -> None:
     # The run's proxy is named `localhost`: the scrape goes through it (its hop may reach an
     # internal address), but an executor's direct request to `localhost` is checked as any.
-    internal = Site("127.0.0.1")
-    internal.routes["/secret"] = text("secret")
-    await internal.start()
-    try:
-        async with ForwardProxy() as proxy:
-            proxy_url = proxy.url.replace("127.0.0.1", "localhost")
-            page = _serve_page(public_host, [f"http://localhost:{internal.port}/secret"], tmp_path)
-            done = await execute_async(
-                [scrape, with_session],
-                tmp_path,
-                {"t": {"url": page}},
-                settings=fast_settings(),
-                proxy_provider=ProxyProviderFromList([proxy_url]),
-            )
-    finally:
-        await internal.stop()
+    links = [f"http://localhost:{internal.port}/secret"]
+    async with ForwardProxy() as proxy:
+        named = proxy.url.replace("127.0.0.1", "localhost")
+        done, seen = await _run_public_page(public_host, tmp_path, with_session, links, proxy=named)
     assert done == ["t"]
-    seen = _output(tmp_path, "t", "with_session")
     assert "AddressRefusedError" in str(seen), seen
     assert internal.seen == Counter()
 

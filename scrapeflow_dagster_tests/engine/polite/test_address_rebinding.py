@@ -8,30 +8,18 @@ rewrites between the requests (`support.netns_hosts`). Skipped without root or `
 (a failure under `SCRAPEFLOW_REQUIRE_SERVICES=1`), as the other namespace tests.
 """
 
-import json
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 
 from scrapeflow_dagster_tests.support.netns import PublicHost, public_host  # noqa: F401
 from scrapeflow_dagster_tests.support.netns_hosts import namespace_hosts, rewrite_hosts
 from scrapeflow_dagster_tests.support.paths import REPO_ROOT
+from scrapeflow_dagster_tests.support.processes import ask
 
 CHILD = "scrapeflow_dagster_tests.engine.polite.rebind_child"
 NAME = "rebind.test"
-
-
-def ask(child: subprocess.Popen[str], command: str) -> dict[str, Any]:
-    """Send `command` to the child; its JSON answer."""
-    assert child.stdin is not None and child.stdout is not None
-    child.stdin.write(command + "\n")
-    child.stdin.flush()
-    line = child.stdout.readline()
-    assert line, f"the child ended without answering {command!r} (exit {child.wait()})"
-    answer: dict[str, Any] = json.loads(line)
-    return answer
 
 
 @pytest.mark.timeout(120)
