@@ -41,7 +41,9 @@ from scrapeflow_dagster.storage.retention.prune import RetentionPolicy, retentio
 
 ASSETS = "scrape,validation,pages"
 FORCED = {"ops": {"executor_chain": {"config": {"force": True}}}}
-NO_GRACE = RetentionPolicy(superseded_grace_seconds=0, run_logs_keep_days=0, vacuum=True)
+# Superseded rows go at once; run logs are kept their default 7 days, as a daily refresh keeps
+# them (each refresh leaves its run's log shard).
+NO_GRACE = RetentionPolicy(superseded_grace_seconds=0)
 TARGET_RATIO = 1.2
 
 
@@ -117,6 +119,7 @@ def measure(
     _run([PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)], env, folder)
     empty = _size(home, url) if url else 0
     per_task: list[float] = []
+    data_per_task: list[float] = []
     run_seconds: list[float] = []
     started = time.perf_counter()
     for number in range(1 + refreshes):
@@ -125,12 +128,21 @@ def measure(
         run_seconds.append(time.perf_counter() - run_started)
         if retention:
             _run([PYTHON, "-m", "scrapeflow_dagster.cli", "home", "prune"], env, folder)
+            # The data folder's history too: each task's current state stays (`db prune`).
+            _run(
+                [PYTHON, "-m", "scrapeflow_dagster.cli", "db", "prune", "--older-than", "0"],
+                env,
+                folder,
+            )
         per_task.append((_size(home, url) - empty) / len(keys))
+        data_per_task.append(_size(folder / "data", None) / len(keys))
     return {
         "name": name,
         "tasks": len(keys),
         "bytes_per_task": per_task,
         "last_over_first": per_task[-1] / per_task[0],
+        "data_bytes_per_task": data_per_task,
+        "data_last_over_first": data_per_task[-1] / data_per_task[0],
         "seconds": time.perf_counter() - started,
         "run_seconds": run_seconds,
     }
@@ -206,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  last / first {r['last_over_first']:.2f}{target}  ({r['seconds']:.0f} s)"
         )
         print(f"    runs: {' / '.join(f'{s:.1f}' for s in r['run_seconds'])} s")
+        data = r["data_bytes_per_task"]
+        print(
+            f"    data folder after 1: {data[0] / 1024:6.1f}  after {1 + args.refreshes}:"
+            f" {data[-1] / 1024:6.1f}  last / first {r['data_last_over_first']:.2f}"
+        )
     summary: dict[str, Any] = {}
     for backend in ("sqlite", "pg"):
         plain, kept = by_name.get(f"{backend}-plain"), by_name.get(f"{backend}-retention")

@@ -72,6 +72,24 @@ def test_dry_run_prints_one_line_per_range_and_runs_nothing(
     assert scrape_statuses(keys) == dict.fromkeys(keys, None)
 
 
+def test_a_long_contiguous_range_is_one_run(
+    run_command: Run, site_thread: SiteThread, tmp_path: Path
+) -> None:
+    # The runs of `materialize` and `refresh` go one after another: a range cut at 10,000
+    # tasks (as the sensors cut theirs, for the run queue) would cost a run's start and a log
+    # shard per 10,000 tasks and buy nothing.
+    count = 10_050
+    add_through_the_cli(
+        run_command, tmp_path, [(f"l-{n:05d}", site_thread.url(f"/page/{n}")) for n in range(count)]
+    )
+
+    planned = run_command("scrapeflow", "materialize", "scrape", "--all", "--dry-run")
+
+    assert planned.returncode == 0, planned.stderr
+    (line,) = planned.stdout.splitlines()
+    assert line.startswith(f"scrape l-00000...l-{count - 1:05d} ({count} tasks): would run ")
+
+
 def test_bad_usage_exits_2_naming_the_problem(run_command: Run) -> None:
     unknown = run_command("scrapeflow", "materialize", "scrapes", "--missing")
     no_selection = run_command("scrapeflow", "materialize", "scrape")

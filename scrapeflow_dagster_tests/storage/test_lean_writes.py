@@ -186,6 +186,11 @@ def test_lean_writes_change_no_read_and_keep_less(
     planned_bodies = _bodies(lean.home, urls[0], PLANNED_SQL)
     assert planned_bodies["json"] == 0 and planned_bodies["compact"] > 0, planned_bodies
     assert _bodies(stock.home, urls[1], PLANNED_SQL)["compact"] == 0
+    if backend == "sqlite":  # the run shards' samples too (a refresh writes a shard per run)
+        kinds = _ASSET_KINDS_SQL[:-1] + ", 'ASSET_MATERIALIZATION_PLANNED')"
+        assert _run_shard_bodies(lean.home, kinds)["json"] == 0
+        assert _run_shard_bodies(lean.home, kinds)["compact"] > 0
+        assert _run_shard_bodies(stock.home, kinds)["compact"] == 0
 
     # Retention prunes both to the same reads.
     for chain in homes:
@@ -198,6 +203,8 @@ def test_lean_writes_change_no_read_and_keep_less(
     compact = (
         _bodies(lean.home, urls[0])["compact"] + _bodies(lean.home, urls[0], PLANNED_SQL)["compact"]
     )
+    if backend == "sqlite":
+        compact += _run_shard_bodies(lean.home, kinds)["compact"]
     done = subprocess.run(
         [sys.executable, "-m", "scrapeflow_dagster.cli", "home", "expand"],
         env=process_env(lean.home, lean.layout.root),
@@ -210,6 +217,10 @@ def test_lean_writes_change_no_read_and_keep_less(
     assert f"event bodies written back as JSON: {compact:,}" in done.stdout
     assert _bodies(lean.home, urls[0]) == {"compact": 0, "json": _asset_rows(lean.home, urls[0])}
     assert _bodies(lean.home, urls[0], PLANNED_SQL)["compact"] == 0
+    if backend == "sqlite":
+        assert _run_shard_bodies(lean.home, kinds)["compact"] == 0
+        shards = {path.name for path in (lean.home / "history" / "runs").glob("*.db")}
+        assert ".db.db" not in shards, shards  # no shard made up by the expand
     assert every_read(lean)[:2] == every_read(stock)[:2]
 
 
@@ -247,6 +258,21 @@ def _bodies(home: Path, url: str | None, kinds: str = _ASSET_KINDS_SQL) -> dict[
         else:
             assert json.loads(body)["__class__"] == "EventLogEntry"
             counts["json"] += 1
+    return counts
+
+
+def _run_shard_bodies(home: Path, kinds: str) -> dict[str, int]:
+    """`_bodies` summed over the SQLite home's run shards (every `.db` but the index)."""
+    counts = {"compact": 0, "json": 0}
+    sql = f"SELECT event FROM event_logs WHERE dagster_event_type IN {kinds}"
+    for shard in (home / "history" / "runs").glob("*.db"):  # `.db`: events outside any run
+        if shard.name == "index.db":
+            continue
+        with closing(sqlite3.connect(shard)) as db:
+            for (body,) in db.execute(sql).fetchall():
+                compact = body.startswith(COMPACT_PREFIX)
+                assert compact or json.loads(body)["__class__"] == "EventLogEntry"
+                counts["compact" if compact else "json"] += 1
     return counts
 
 

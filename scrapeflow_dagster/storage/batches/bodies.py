@@ -15,12 +15,16 @@ compact values. Only the batched storages write compact bodies (`lean_writes.com
 """
 
 import base64
+import functools
 import threading
 import zlib
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as db
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
 from dagster._core.storage.sql import LongText
 
 from scrapeflow_dagster.storage.batches.body_dictionary import DICTIONARY_V1
@@ -85,13 +89,36 @@ _REWRITE = db.text("UPDATE event_logs SET event = :event WHERE id = :id")
 
 
 def expand_stored_bodies(storage: Any, *, chunk: int = 1000) -> int:
-    """Write every compact body of `storage`'s asset index back as JSON, `chunk` rows per
-    transaction (a home that will be read without scrapeflow: stock storage in dagster.yaml);
-    returns how many rows were rewritten. The queries are text, so the column's reader does not
-    expand what they select."""
+    """Write every compact body of `storage`'s event log back as JSON, `chunk` rows per
+    transaction (a home that will be read without scrapeflow: stock storage in dagster.yaml):
+    the asset index and, on SQLite, each run's shard (its log's sample keeps compact bodies
+    too); returns how many rows were rewritten. The queries are text, so the column's reader
+    does not expand what they select."""
+    rewritten = 0
+    for connect in _shard_connections(storage):
+        rewritten += _expand_shard(connect, chunk)
+    return rewritten
+
+
+def _shard_connections(storage: Any) -> list[Callable[[], Any]]:
+    """How to connect to each shard of `storage` that may hold compact bodies."""
+    connections: list[Callable[[], Any]] = [storage.index_connection]
+    path_for_shard = getattr(storage, "path_for_shard", None)
+    if path_for_shard is None:  # Postgres: one database, the index is the run logs too
+        return connections
+    folder = Path(path_for_shard(INDEX_SHARD_NAME)).parent
+    for shard in sorted(folder.glob("*.db")):
+        # Not `stem`: events outside any run (run id "") are in the shard named `.db`.
+        run_id = shard.name.removesuffix(".db")
+        if run_id != INDEX_SHARD_NAME:
+            connections.append(functools.partial(storage.run_connection, run_id))
+    return connections
+
+
+def _expand_shard(connect: Callable[[], Any], chunk: int) -> int:
     rewritten, after = 0, 0
     while True:
-        with storage.index_connection() as conn:
+        with connect() as conn:
             found = conn.execute(
                 _COMPACT_CHUNK, {"after": after, "prefix": PREFIX + "%", "limit": chunk}
             ).fetchall()

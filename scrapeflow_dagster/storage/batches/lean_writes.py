@@ -115,7 +115,7 @@ class LeanWrites:
             writing process (SQLite; None: all, as stock). The index shard keeps every one.
         delete_superseded_planned: delete the planned rows a stored materialisation supersedes.
         compact_bodies: store asset events' bodies deflated (`event_body`; SQLite: in the
-            index shard).
+            index shard and in the run shards' samples).
         planned_rows_before_run: planned rows per asset written before a run starts; the rest
             are written by a thread while it goes on (`planned_behind`; on Postgres this many
             ahead of the run's progress, `planned_paced`). None: all before, as stock.
