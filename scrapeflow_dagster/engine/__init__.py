@@ -10,6 +10,7 @@ The data path, one folder per stage:
     proxies/    where proxies come from and which ones are bad
     history/    DuckDB: spooled rows, sync, rebuild from status files, queries
     revisit/    whether a page changed, what changed, when to fetch it again (`pages` observes)
+    content/    what a page says: its main content as text and Markdown, with its metadata
 
 `executor`, `status`, `scrape` and `proxies` keep scrapeflow's import paths; `errors`,
 `settings` and `redact` are shared by every stage.

@@ -131,6 +131,7 @@ STAGE_IMPORTS = {
     "tasks": {"errors", "redact", "canonical", "state", "history", "tasks"},
     "retry": {"errors", "redact", "settings", "state", "retry"},
     "proxies": {"errors", "redact", "settings", "proxies"},
+    "content": {"errors", "redact", "tasks", "content"},
     "history": {"errors", "redact", "canonical", "state", "history"},
     "polite": {"errors", "redact", "settings", "state", "tasks", "polite"},
     "run": {
