@@ -177,13 +177,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backends", default="sqlite,pg", help="comma-separated: sqlite, pg (default both)"
     )
+    parser.add_argument(
+        "--modes",
+        default="plain,retention",
+        help="comma-separated: plain (no retention), retention (default both)",
+    )
     args = parser.parse_args(argv)
     backends = set(args.backends.split(","))
 
     results: list[dict[str, Any]] = []
     databases = _postgres_databases() if "pg" in backends else None
     with temp_root("bench-retention-", args.tmp_dir) as root, Site(args.tasks, 5000) as site:
-        modes = [(False, False), (False, True)] + ([(True, False)] if args.stock else [])
+        modes = [(False, False)] if "plain" in args.modes.split(",") else []
+        modes += [(False, True)] if "retention" in args.modes.split(",") else []
+        modes += [(True, False)] if args.stock else []
         for stock, retention in modes:
             options = {"retention": retention, "stock": stock}
             if "sqlite" in backends:

@@ -121,11 +121,16 @@ def ours_list(root: Path, site: Site, tasks_file: Path, keys: list[str], tag: st
     home = make_home(root, f"home-{tag}", ours=True)
     env = bench_env(home, root / f"data-{tag}")
     add = [PYTHON, "-m", "scrapeflow_dagster.cli", "tasks", "add", str(tasks_file)]
-    run_measured(add, env=env, label="tasks add", cwd=root)
+    added = run_measured(add, env=env, label="tasks add", cwd=root)
     cmd = [sys.executable, "-m", "dagster", "asset", "materialize", "-m"]
     cmd += ["scrapeflow_dagster.definitions", "--select", "scrape"]
     cmd += ["--partition-range", f"{keys[0]}...{keys[-1]}"]
-    return _measured(cmd, env, root, site, "/page/", "ours task list")
+    measured = _measured(cmd, env, root, site, "/page/", "ours task list")
+    # A user waits for both commands (Scrapy reads the same file in its one process).
+    measured["add_seconds"] = added.seconds
+    measured["seconds_with_add"] = added.seconds + measured["seconds"]
+    measured["pages_per_s_with_add"] = measured["pages"] / measured["seconds_with_add"]
+    return measured
 
 
 def scrapy_list(python: Path, root: Path, site: Site, tasks_file: Path, tag: str) -> dict:
@@ -203,8 +208,14 @@ def main(argv: list[str] | None = None) -> int:
             summary["ours crawl"]["seconds"] / summary["scrapy crawl"]["seconds"]
         )
     if "ours task list" in summary:
+        for field in ("add_seconds", "seconds_with_add", "pages_per_s_with_add"):
+            summary["ours task list"][field] = median("ours task list", field)
         summary["task_list_pages_per_s_ours_over_scrapy"] = (
             summary["ours task list"]["pages_per_s"] / summary["scrapy task list"]["pages_per_s"]
+        )
+        summary["task_list_with_add_ours_over_scrapy"] = (
+            summary["ours task list"]["pages_per_s_with_add"]
+            / summary["scrapy task list"]["pages_per_s"]
         )
     print_table(
         ["way", "wall s", "pages", "pages/s", "CPU s"],
@@ -234,7 +245,13 @@ def main(argv: list[str] | None = None) -> int:
             summary["dagster floor task list"]["pages_per_s"]
             / summary["scrapy task list"]["pages_per_s"]
         )
-        print(f"task list pages/s ours / Scrapy: {ratio:.2f} (target >= 2)")
+        with_add = summary["task_list_with_add_ours_over_scrapy"]
+        add_seconds = summary["ours task list"]["add_seconds"]
+        print(f"task list pages/s ours, materialize alone / Scrapy: {ratio:.2f}")
+        print(
+            f"task list pages/s ours, `tasks add` ({add_seconds:.2f} s) counted / Scrapy:"
+            f" {with_add:.2f} (target >= 2)"
+        )
         print(f"task list partitions/s Dagster's floor alone / Scrapy: {floor:.2f}")
     write_json(args.json, {"summary": summary, "rounds": found})
     return 0
