@@ -62,6 +62,11 @@ CONFIGURATIONS = (
         scrape_settings={"page_text_max_chars": 100_000},
         about="chain, page_text_max_chars 100000",
     ),
+    Configuration(
+        "main_content",
+        scrape_settings={"page_main_content": True},
+        about="chain, page_main_content on (trafilatura; cut at 100000 characters)",
+    ),
 )
 
 

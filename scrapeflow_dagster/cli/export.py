@@ -25,7 +25,9 @@ DESCRIPTION = (
     "executor's outputs with a typed column per field; extracted: each task's fields taken "
     "by its selector set, as JSON, or with --selectors NAME that set's rows with a column "
     "per field, typed as the set declares; page_text: each page's readable text and Markdown "
-    "(when the page_text_max_chars setting keeps them)."
+    "(when the page_text_max_chars setting keeps them); main_content: each page's main content "
+    "as text and Markdown, with its title, author, dates, language, canonical URL, description "
+    "and site name (when the page_main_content setting keeps them)."
 )
 # A best-effort sync first (as `db summary` does), so the export has what runs spooled; it
 # waits little, and the read the rest of the usual wait.

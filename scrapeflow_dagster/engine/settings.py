@@ -35,6 +35,9 @@ DEFAULT_PER_HOST_DELAY_SECONDS = 0.0  # between request starts at one host, acro
 DEFAULT_MAX_OTHER_ORIGINS_PER_READING = 50
 # What installs the Markdown converter `page_markdown` needs.
 MARKDOWN_EXTRA = "pip install 'scrapeflow-dagster[markdown]'"
+# Where `page_main_content` cuts a page's main text and Markdown when `page_text_max_chars` is
+# 0 (no whole-page text): a bound on a status file, far above an article's main content.
+MAIN_CONTENT_MAX_CHARS = 100_000
 # What installs the browser driver a task marked `render: true` needs (Playwright; the browser
 # is the system's Chromium, never downloaded).
 BROWSER_EXTRA = "pip install 'scrapeflow-dagster[browser]'"
@@ -187,6 +190,11 @@ class ScrapeSettings:
     page_text_max_chars: int = 0
     # ... and its Markdown too (the `markdown` extra; 7 ms and 19.8 KB more per 20 KB page).
     page_markdown: bool = False
+    # `pages` keeps each page's main content (menus, footers, banners left out) as text and
+    # Markdown, with its metadata (the `content` extra; docs/main-content.md): cut at
+    # `page_text_max_chars` when that is set, else at `MAIN_CONTENT_MAX_CHARS`. Off by default,
+    # as it costs ~20-70 ms of CPU per page (trafilatura).
+    page_main_content: bool = False
     # The `render` step's browser (tasks marked `render: true`; the `browser` extra).
     render: RenderSettings = field(default_factory=RenderSettings)
     # What `pages` learns about each page's changes, and the bodies kept to diff them.

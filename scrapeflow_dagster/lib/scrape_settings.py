@@ -9,6 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from scrapeflow_dagster.broker import configured_broker
+from scrapeflow_dagster.engine.content import CONTENT_EXTRA
 from scrapeflow_dagster.engine.polite.addresses import parse_networks
 from scrapeflow_dagster.engine.revisit.rule import RevisitPolicy
 from scrapeflow_dagster.engine.settings import (
@@ -78,6 +79,9 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     # and its Markdown too when `page_markdown` (the `markdown` extra); docs/duckdb.md.
     page_text_max_chars: int = _SETTINGS.page_text_max_chars
     page_markdown: bool = _SETTINGS.page_markdown
+    # `pages` keeps each page's main content and metadata too (the `content` extra; table
+    # `main_content`, docs/main-content.md), cut at `page_text_max_chars` when that is set.
+    page_main_content: bool = _SETTINGS.page_main_content
     # The `render` step's browser (tasks marked `render: true`; the `browser` extra and
     # SCRAPEFLOW_RENDER=1): the system's Chromium, what its pages may not request, how long a
     # page may take to load and then to settle, and how many pages a browser context serves.
@@ -127,6 +131,10 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
         )
         if self.page_markdown and importlib.util.find_spec("markdownify") is None:
             raise ValueError(f"page_markdown needs markdownify: {MARKDOWN_EXTRA}")
+        if self.page_main_content and not all(
+            importlib.util.find_spec(name) for name in ("trafilatura", "markdownify")
+        ):
+            raise ValueError(f"page_main_content needs trafilatura: {CONTENT_EXTRA}")
         return ScrapeSettings(
             request_timeout_seconds=self.request_timeout_seconds,
             max_body_bytes=self.max_body_bytes,
@@ -137,6 +145,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             allowed_networks=_networks(self.address_guard_allow),
             page_text_max_chars=self.page_text_max_chars,
             page_markdown=self.page_markdown,
+            page_main_content=self.page_main_content,
             sitemaps=SitemapSettings(max_other_origins_per_reading=self.sitemap_max_other_origins),
             render=RenderSettings(
                 chromium_path=self.render_chromium_path,

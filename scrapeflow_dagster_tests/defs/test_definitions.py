@@ -160,6 +160,7 @@ STAGE_IMPORTS = {
         "extract",
         "render",
         "revisit",
+        "content",
         "executors",
     },
     "extract": {"state", "extract"},

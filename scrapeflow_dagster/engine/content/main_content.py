@@ -135,7 +135,8 @@ def _start(document: HtmlElement) -> tuple[str, list[str]]:
 def _dropped_content(text: str, whole: str, h1: str, following: list[str]) -> bool:
     """Whether trafilatura's `text` lost the main content of a page whose text less its chrome
     is `whole` (see `FALLBACK_BELOW_SHARE`)."""
-    kept, share = _squeeze(text), len(_squeeze(text)) / max(1, len(_squeeze(whole)))
+    kept = _squeeze(text)
+    share = len(kept) / max(1, len(_squeeze(whole)))
     if share < FALLBACK_BELOW_SHARE:
         return True
     started = h1 in kept or any(start in kept for start in following)

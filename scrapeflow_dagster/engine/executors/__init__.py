@@ -7,5 +7,6 @@ task's selector set as a step of its own.
 May import: `engine.run.context` (what an executor gets), `engine.state`, `engine.retry`,
 `engine.errors`, `engine.redact`, `engine.tasks.keys`, `engine.polite` (the address guard),
 `engine.gate` (every request goes out through it), `engine.extract`, `engine.render` (the
-browser, whose requests go out through the gate). Never Dagster.
+browser, whose requests go out through the gate), `engine.content` (a page's main content).
+Never Dagster.
 """

@@ -6,6 +6,10 @@ blocks on lines of their own (html-text, Zyte's extractor, on lxml). The Markdow
 lists, links, emphasis; markdownify) is for the many users who feed pages to search or language
 models; it costs ~5 ms for a 20 KB page and needs the `markdown` extra, so it is a setting. Both
 are cut at a setting's number of characters, and the full length is kept beside them.
+
+The page's main content (`page_main_content`, `engine.content`: trafilatura, the `content`
+extra) is kept the same way, under one key with its metadata: the text of a page less its
+menus, footers and banners, which is what search and language models want of it.
 """
 
 from typing import Any
@@ -14,7 +18,26 @@ import html_text
 import lxml.html
 from lxml import etree
 
-from scrapeflow_dagster.engine.settings import MARKDOWN_EXTRA, ScrapeSettings
+from scrapeflow_dagster.engine.content import main_content
+from scrapeflow_dagster.engine.settings import (
+    MAIN_CONTENT_MAX_CHARS,
+    MARKDOWN_EXTRA,
+    ScrapeSettings,
+)
+
+# The page's metadata `main_content_fields` keeps beside the main text, as `MainContent` names
+# them (dates `YYYY-MM-DD`; None where the page does not say).
+MAIN_CONTENT_METADATA = (
+    "title",
+    "author",
+    "published",
+    "modified",
+    "language",
+    "canonical_url",
+    "description",
+    "site_name",
+    "extracted_by",
+)
 
 
 def _body(html: str) -> Any:
@@ -66,3 +89,30 @@ def page_text_fields(html: str, settings: ScrapeSettings) -> dict[str, Any]:
         fields[f"{name}_chars"] = len(value)
         fields[f"{name}_truncated"] = len(value) > cap
     return fields
+
+
+def main_content_fields(html: str, url: str, settings: ScrapeSettings) -> dict[str, Any]:
+    """The `main_content` field `pages` adds to its output when `page_main_content` is set:
+    the main text and Markdown (cut at `page_text_max_chars`, else `MAIN_CONTENT_MAX_CHARS`,
+    with `*_chars` before the cut and `*_truncated`) and `MAIN_CONTENT_METADATA`; none when
+    the setting is off.
+
+    Args:
+        html: the decoded page (for a rendered page, the DOM the browser left).
+        url: the URL it was fetched from, after redirects (links resolve against it).
+        settings: the run's settings.
+
+    Raises:
+        ImportError: naming the `content` extra when trafilatura is not installed.
+    """
+    if not settings.page_main_content:
+        return {}
+    cap = settings.page_text_max_chars or MAIN_CONTENT_MAX_CHARS
+    content = main_content(html, url)
+    fields: dict[str, Any] = {}
+    for name, value in (("text", content.text), ("markdown", content.markdown)):
+        fields[name] = value[:cap]
+        fields[f"{name}_chars"] = len(value)
+        fields[f"{name}_truncated"] = len(value) > cap
+    fields.update((name, getattr(content, name)) for name in MAIN_CONTENT_METADATA)
+    return {"main_content": fields}

@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
-from scrapeflow_dagster.engine.executors.page_text import page_text_fields
+from scrapeflow_dagster.engine.executors.page_text import main_content_fields, page_text_fields
 from scrapeflow_dagster.engine.executors.revisits import observe_page, page_digest
 from scrapeflow_dagster.engine.executors.stored_body import page_url, read_body, read_rendered
 from scrapeflow_dagster.engine.render.browser import browser_missing
@@ -267,8 +267,9 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
 async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutput:
     """Decode and parse the stored page: title, links, text size and the charset used (an
     HTML or XHTML body; any other type is kept as a fetched file, with its type and size),
-    its readable text (and Markdown) up to the settings' cap (`page_text`), and the fields of
-    the task's selector set (`extracted`), when it names one."""
+    its readable text (and Markdown) up to the settings' cap (`page_text`), its main content
+    with its metadata when `page_main_content` is set (`main_content`), and the fields of the
+    task's selector set (`extracted`), when it names one."""
     scraped = status.get("scrape") or {}
     base_url = page_url(status["params"], scraped.get("final_url"))
     content_type = content_type_of(scraped.get("response_headers"))
@@ -288,6 +289,8 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         if extracted is not None:
             parsed["extracted"] = extracted
         parsed.update(page_text_fields(page.text, context.settings))
+        # The DOM decoded once (a rendered page's as the browser left it), at its URL.
+        parsed.update(main_content_fields(page.text, base_url, context.settings))
         if tracked:
             digest = page_digest(page.tree, parsed["title"], revisit.change_ignore)
     else:

@@ -75,6 +75,30 @@ CREATE TABLE IF NOT EXISTS page_text (
     run_id VARCHAR
 );
 
+-- Each parsed page's main content (`page_main_content`: menus, footers and banners left out)
+-- as text and Markdown, cut as `page_text` is, and the metadata the page states (dates as it
+-- states them, NULL where it does not or they are not dates). One row per page, from its latest
+-- parse; a later parse without it removes it. `extracted_by`: trafilatura, page or none.
+CREATE TABLE IF NOT EXISTS main_content (
+    key VARCHAR PRIMARY KEY,
+    url VARCHAR,
+    text VARCHAR,
+    text_chars BIGINT,
+    markdown VARCHAR,
+    markdown_chars BIGINT,
+    title VARCHAR,
+    author VARCHAR,
+    published DATE,
+    modified DATE,
+    language VARCHAR,
+    canonical_url VARCHAR,
+    description VARCHAR,
+    site_name VARCHAR,
+    extracted_by VARCHAR,
+    parsed_at TIMESTAMP,
+    run_id VARCHAR
+);
+
 -- Every change `pages` found in a page: one row per fetch that found its page changed since
 -- the fetch before (`engine.revisit`), kept for good (a later change adds a row). Text lines,
 -- title, links and extracted fields that differ; `text_*` NULL when the body before was not

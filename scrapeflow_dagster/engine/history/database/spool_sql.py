@@ -43,6 +43,10 @@ SPOOL_COLUMNS: dict[str, str] = {
     "markdown": "VARCHAR",
     "markdown_chars": "BIGINT",
     "change": "JSON",  # what changed since the fetch before, when the page changed
+    # the page's main content (`page_main_content`): text, Markdown, metadata and lengths
+    "main_text": "VARCHAR",
+    "main_markdown": "VARCHAR",
+    "main_content": "JSON",
     # step outputs (`kind` = 'o'); `ended_at` is the step's end
     "output": "JSON",
     "output_bytes": "BIGINT",
@@ -204,6 +208,39 @@ USING ({_NEWEST_PARSE}) AS newest
 WHERE page_text.key = newest.key
   AND newest.text IS NULL AND newest.markdown IS NULL
   AND newest.ended_at > page_text.parsed_at
+"""
+
+# The same for its main content: upserted when the newest parse has one ... (its columns only:
+# the window holds every column it is given, and a page's text and Markdown are large)
+_NEWEST_MAIN = _NEWEST_PARSE.replace(
+    "SELECT *", "SELECT key, url, main_text, main_markdown, main_content, ended_at, run_id"
+)
+_MAIN_COLUMNS = ("title", "author", "language", "canonical_url", "description", "site_name")
+UPSERT_MAIN_CONTENT_SQL = f"""
+INSERT INTO main_content
+SELECT key, url, main_text, CAST(main_content->>'text_chars' AS BIGINT),
+    main_markdown, CAST(main_content->>'markdown_chars' AS BIGINT),
+    main_content->>'title', main_content->>'author',
+    TRY_CAST(main_content->>'published' AS DATE), TRY_CAST(main_content->>'modified' AS DATE),
+    {", ".join(f"main_content->>'{name}'" for name in _MAIN_COLUMNS[2:])},
+    main_content->>'extracted_by', ended_at, run_id
+FROM ({_NEWEST_MAIN})
+WHERE main_content IS NOT NULL
+ON CONFLICT (key) DO UPDATE SET
+    {", ".join(f"{c} = excluded.{c}" for c in ("url", "text", "text_chars", "markdown"))},
+    {", ".join(f"{c} = excluded.{c}" for c in ("markdown_chars", "published", "modified"))},
+    {", ".join(f"{c} = excluded.{c}" for c in _MAIN_COLUMNS)},
+    extracted_by = excluded.extracted_by, parsed_at = excluded.parsed_at, run_id = excluded.run_id
+WHERE excluded.parsed_at >= main_content.parsed_at
+"""
+
+# ... and removed when it has none (the setting turned off, a page that became a download).
+DELETE_STALE_MAIN_CONTENT_SQL = f"""
+DELETE FROM main_content
+USING ({_NEWEST_MAIN}) AS newest
+WHERE main_content.key = newest.key
+  AND newest.main_content IS NULL
+  AND newest.ended_at > main_content.parsed_at
 """
 
 # Each change found, once (a parse of the same fetch again finds the same change): from parsed

@@ -299,6 +299,8 @@ def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple
     conn.execute(sql.UPSERT_PAGES_SQL)
     conn.execute(sql.UPSERT_PAGE_TEXT_SQL)
     conn.execute(sql.DELETE_STALE_PAGE_TEXT_SQL)
+    conn.execute(sql.UPSERT_MAIN_CONTENT_SQL)
+    conn.execute(sql.DELETE_STALE_MAIN_CONTENT_SQL)
     conn.execute(sql.INSERT_CHANGES_SQL)
     return tasks, steps
 

@@ -25,6 +25,7 @@ RESULTS: dict[str, str] = {
     "outputs": "SELECT * FROM outputs ORDER BY key, executor",
     "extracted": "SELECT * FROM extracted ORDER BY key, executor",
     "page_text": "SELECT * FROM page_text ORDER BY key",
+    "main_content": "SELECT * FROM main_content ORDER BY key",
     "changes": "SELECT * FROM changes ORDER BY detected_at, key",
     "revisits": "SELECT * FROM revisits ORDER BY due_at, key",
 }

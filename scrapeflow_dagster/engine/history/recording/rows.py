@@ -130,17 +130,24 @@ class OutputRow:
 
 # The output fields that make a step's output a parsed page (the `pages` executor's).
 PAGE_OUTPUT_FIELDS = ("title", "link_count", "text_bytes")
-# A parsed page's text fields: kept once, in `page_text`, not in its `outputs` row too.
+# A parsed page's text fields: kept once, in `page_text` (its main content's in
+# `main_content`), not in its `outputs` row too.
 PAGE_TEXT_FIELDS = frozenset({"text", "markdown"})
+MAIN_CONTENT_FIELD = "main_content"
 
 
 def _without_page_text(output: Any) -> Any:
-    """A parsed page's output without its text and Markdown (`page_text` holds them)."""
+    """A parsed page's output without its text and Markdown (`page_text` holds them) and its
+    main content's (`main_content` holds them; its metadata and lengths stay)."""
     if not isinstance(output, Mapping) or not all(n in output for n in PAGE_OUTPUT_FIELDS):
         return output
-    if not PAGE_TEXT_FIELDS & output.keys():
+    main = output.get(MAIN_CONTENT_FIELD)
+    if not PAGE_TEXT_FIELDS & output.keys() and not isinstance(main, Mapping):
         return output
-    return {name: value for name, value in output.items() if name not in PAGE_TEXT_FIELDS}
+    kept = {name: value for name, value in output.items() if name not in PAGE_TEXT_FIELDS}
+    if isinstance(main, Mapping):
+        kept[MAIN_CONTENT_FIELD] = {n: v for n, v in main.items() if n not in PAGE_TEXT_FIELDS}
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +173,8 @@ class PageRow:
     markdown_chars: int | None = None
     # What changed since the fetch before (`engine.revisit.diff`), for the `changes` table.
     change: Mapping[str, Any] | None = None
+    # The page's main content and metadata (`page_main_content`), for the `main_content` table.
+    main_content: Mapping[str, Any] | None = None
 
     @classmethod
     def from_output(
@@ -200,6 +209,9 @@ class PageRow:
             markdown=text("markdown"),
             markdown_chars=number("markdown_chars"),
             change=output["change"] if isinstance(output.get("change"), Mapping) else None,
+            main_content=main
+            if isinstance(main := output.get(MAIN_CONTENT_FIELD), Mapping)
+            else None,
         )
 
 

@@ -6,6 +6,8 @@ every row.
 """
 
 import functools
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -152,7 +154,24 @@ def page_line(row: PageRow, seq: int, run_id: str | None) -> bytes:
         # Its links and text pass the outputs' redaction: a link's query may carry a token.
         "change": redact_output(row.change) if row.change is not None else None,
     }
+    if row.main_content is not None:  # absent, not null, when off: a default line stays as it was
+        line.update(_main_content(row.main_content))
     return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _main_content(main: Mapping[str, Any]) -> dict[str, Any]:
+    """The spool fields of a page's main content: its text and Markdown as top-level strings
+    (DuckDB's JSON reader holds an object's whole text in memory: 200 pages' main content in
+    one object each ran out of the ingest's 64 MB), its metadata and lengths as one object."""
+    rest = {name: value for name, value in main.items() if name not in ("text", "markdown")}
+    # The canonical URL the page states may carry a token, as its own URL may.
+    canonical = rest.get("canonical_url")
+    rest["canonical_url"] = redact(canonical) if isinstance(canonical, str) else None
+    return {
+        "main_text": main.get("text"),
+        "main_markdown": main.get("markdown"),
+        "main_content": rest,
+    }
 
 
 def _host_only(proxy: str | None) -> str | None:

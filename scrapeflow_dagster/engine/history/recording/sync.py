@@ -230,6 +230,8 @@ def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int
         conn.execute(sql.UPSERT_OUTPUT_COLUMNS_SQL)
         conn.execute(sql.UPSERT_PAGE_TEXT_SQL)
         conn.execute(sql.DELETE_STALE_PAGE_TEXT_SQL)
+        conn.execute(sql.UPSERT_MAIN_CONTENT_SQL)
+        conn.execute(sql.DELETE_STALE_MAIN_CONTENT_SQL)
         conn.execute(sql.INSERT_CHANGES_SQL)
         conn.execute(sql.INSERT_FRONTIER_SQL)
         conn.execute(sql.MARK_INGESTED_SQL, [[p.name for p in paths], utc_now()])
