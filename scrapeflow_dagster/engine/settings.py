@@ -195,6 +195,10 @@ class ScrapeSettings:
     # `page_text_max_chars` when that is set, else at `MAIN_CONTENT_MAX_CHARS`. Off by default,
     # as it costs ~20-70 ms of CPU per page (trafilatura).
     page_main_content: bool = False
+    # DuckDB's step runs, changes and spool files' names older than this many days are deleted
+    # by the first run of each day (each task's current state stays; docs/duckdb.md). 0, the
+    # default: kept for good (a daily refresh of a million tasks adds ~3 million rows a day).
+    history_keep_days: float = 0.0
     # The `render` step's browser (tasks marked `render: true`; the `browser` extra).
     render: RenderSettings = field(default_factory=RenderSettings)
     # What `pages` learns about each page's changes, and the bodies kept to diff them.

@@ -82,6 +82,9 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     # `pages` keeps each page's main content and metadata too (the `content` extra; table
     # `main_content`, docs/main-content.md), cut at `page_text_max_chars` when that is set.
     page_main_content: bool = _SETTINGS.page_main_content
+    # DuckDB's history (step runs, changes) older than this many days is deleted by the first
+    # run of each day; each task's current state stays (0: kept for good).
+    history_keep_days: float = _SETTINGS.history_keep_days
     # The `render` step's browser (tasks marked `render: true`; the `browser` extra and
     # SCRAPEFLOW_RENDER=1): the system's Chromium, what its pages may not request, how long a
     # page may take to load and then to settle, and how many pages a browser context serves.
@@ -127,6 +130,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 "backoff_max_seconds",
                 "retry_after_max_seconds",
                 "page_text_max_chars",
+                "history_keep_days",
             ),  # the politeness numbers: `PoliteSettings` checks them
         )
         if self.page_markdown and importlib.util.find_spec("markdownify") is None:
@@ -146,6 +150,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
             page_text_max_chars=self.page_text_max_chars,
             page_markdown=self.page_markdown,
             page_main_content=self.page_main_content,
+            history_keep_days=self.history_keep_days,
             sitemaps=SitemapSettings(max_other_origins_per_reading=self.sitemap_max_other_origins),
             render=RenderSettings(
                 chromium_path=self.render_chromium_path,

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from yarl import URL
 
 from scrapeflow_dagster.engine.history import Ledger, OutputRow, PageRow, StepRow
+from scrapeflow_dagster.engine.history.database.retention import prune_once_a_day
 from scrapeflow_dagster.engine.history.recording.rows import MAX_OUTPUT_BYTES, OutputColumnsRow
 from scrapeflow_dagster.engine.proxies import ProxyProvider
 from scrapeflow_dagster.engine.run.context import Executor, declared_output, executor_name
@@ -268,4 +269,8 @@ async def run_chain(
             max_age_seconds=max_age_seconds,
             grow=grow,
         )
+    if settings is not None and settings.history_keep_days > 0:
+        # This run's rows are in: the first run of the day to end trims the history (a
+        # per-run cost of one failed create-only `open` for the others).
+        prune_once_a_day(layout.db_path, layout.root, settings.history_keep_days)
     return reports
