@@ -80,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run only these parts (repeatable)",
     )
     parser.add_argument("--page-bytes", type=int, default=20_000)
+    parser.add_argument(
+        "--select",
+        default="scrape",
+        help="materialize part: what ours runs (e.g. scrape,validation,pages: the chain against"
+        " the floor's one trivial asset, as a small crawl's run)",
+    )
     parser.add_argument("--tmp-dir", default=None, help="where temporary homes go")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as JSON")

@@ -112,9 +112,11 @@ def measure_ours(
     extra_env: dict[str, str] | None = None,
     home_parent: Path | None = None,
     yaml: str | None = None,
+    select: str = "scrape",
 ) -> dict[str, Any]:
-    """`scrapeflow tasks add` of the task file, then `scrape` materialised over its keys (in
-    the SQLite home `scrapeflow home init` writes, or one whose dagster.yaml is `yaml`)."""
+    """`scrapeflow tasks add` of the task file, then `select` (`scrape`, or e.g. the chain
+    `scrape,validation,pages`) materialised over its keys (in the SQLite home `scrapeflow home
+    init` writes, or one whose dagster.yaml is `yaml`)."""
     home = _home(home_parent or root, f"ours-{tag}", yaml, ours=True)
     data = root / f"data-{tag}"
     env = bench_env(home, data, extra_env)
@@ -126,9 +128,9 @@ def measure_ours(
     )
     started = time.time()
     mat = run_measured(
-        materialize_cmd(OURS_MODULE, "scrape", keys, config),
+        materialize_cmd(OURS_MODULE, select, keys, config),
         env=env,
-        label="materialize scrape",
+        label=f"materialize {select}",
         extra_cpu=site.cpu_seconds,
         timeout=_timeout(len(keys)),
     )

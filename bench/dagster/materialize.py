@@ -24,7 +24,10 @@ from bench.lib.site import Site
 def part_materialize(args: argparse.Namespace, root: Path, report: dict[str, Any]) -> None:
     """Floor then ours over --tasks partitions, --rounds times; prints and reports the figures."""
     n = args.tasks
-    print(f"\n== materialize: floor vs ours over {n:,} partitions ({args.rounds} round(s))")
+    print(
+        f"\n== materialize: floor vs ours ({args.select}) over {n:,} partitions"
+        f" ({args.rounds} round(s))"
+    )
     rounds: list[dict[str, Any]] = []
     with Site(pages=n, page_bytes=args.page_bytes) as site:
         tasks_file, keys_file, keys = write_tasks(root, site.url, n)
@@ -35,7 +38,7 @@ def part_materialize(args: argparse.Namespace, root: Path, report: dict[str, Any
                 f" {floor['materialize']['seconds']:.1f} s",
                 flush=True,
             )
-            ours = measure_ours(root, site, tasks_file, keys, f"r{i}")
+            ours = measure_ours(root, site, tasks_file, keys, f"r{i}", select=args.select)
             print(
                 f"round {i + 1} ours:  add {ours['add']['seconds']:.1f} s, materialize"
                 f" {ours['materialize']['seconds']:.1f} s",
