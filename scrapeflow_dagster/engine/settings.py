@@ -61,6 +61,12 @@ class RenderSettings:
     pages_per_context: int = 50
     # Pages open at once in the run's browser (the others wait): each is a renderer's memory.
     pages_at_once: int = 4
+    # Methods besides GET and HEAD (always sent) a page's scripts may send through the gate, to
+    # the page's own origin (its GraphQL and JSON APIs load content by POST) and to other
+    # origins (off: a public page's script posting elsewhere is a write the task never asked
+    # for). A method not listed is refused unsent, named in the step's `refusals`.
+    script_methods: tuple[str, ...] = ("POST", "PUT", "PATCH", "DELETE")
+    script_methods_other_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("timeout_seconds", "pages_per_context", "pages_at_once"):
@@ -68,6 +74,14 @@ class RenderSettings:
                 raise ValueError(f"render {name} must be positive, got {getattr(self, name)}")
         if self.settle_seconds < 0:
             raise ValueError(f"render settle_seconds must be >= 0, got {self.settle_seconds}")
+        # Upper-case, as browsers send them (GET and HEAD, always sent, are allowed too).
+        known = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+        for name in ("script_methods", "script_methods_other_origins"):
+            unknown = [method for method in getattr(self, name) if method not in known]
+            if unknown:
+                raise ValueError(
+                    f"render_{name}: unknown method {unknown[0]!r} (one of {', '.join(known)})"
+                )
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,12 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     render_settle_seconds: float = _RENDER.settle_seconds
     render_pages_per_context: int = _RENDER.pages_per_context
     render_pages_at_once: int = _RENDER.pages_at_once
+    # Methods besides GET and HEAD a rendered page's scripts may send through the gate: to the
+    # page's own origin, and to other origins (none by default); others are refused unsent.
+    render_script_methods: list[str] = Field(default_factory=lambda: list(_RENDER.script_methods))
+    render_script_methods_other_origins: list[str] = Field(
+        default_factory=lambda: list(_RENDER.script_methods_other_origins)
+    )
     # How `pages` learns when each page changes (docs/refresh.md): the revisit interval's
     # bounds and first value (seconds; a task's params may set its own), the text that never
     # counts as a change (regexes), and the earlier bodies kept per task to diff a change.
@@ -159,6 +165,8 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                 settle_seconds=self.render_settle_seconds,
                 pages_per_context=self.render_pages_per_context,
                 pages_at_once=self.render_pages_at_once,
+                script_methods=tuple(self.render_script_methods),
+                script_methods_other_origins=tuple(self.render_script_methods_other_origins),
             ),
             revisit=RevisitSettings(
                 track=self.revisit_track,

@@ -49,6 +49,9 @@ Routes (and the module that serves them, in the subpackages `content`, `crawling
         content and links from `/app/api/`): an index of `SCRIPTED_ITEMS` items, each item
         linking to the next; `/app/slow`, `/app/never-settles` (polls for ever) and
         `/app/internal?target=URL` (its script requests URL), for renderers.
+    `/graphql/` (`content.graphql`): a page whose script loads its content by POST (a JSON
+        query to `/graphql/api`, or to `?endpoint=URL`); `GET /control/graphql` lists the API's
+        requests (method, Content-Type, body).
     `/changing/{n}` (`content.changing`): `changing_pages` pages that change on known schedules
         (Poisson, `changing_rates` changes per hour cycled over the pages; by default by n % 10:
         0 hourly, 1-3 daily, 4-6 weekly, 7-9 never) on a site clock in site seconds that moves
@@ -121,6 +124,7 @@ from scrapeflow_dagster.site.client import routes as client_routes
 from scrapeflow_dagster.site.client.traffic import Traffic
 from scrapeflow_dagster.site.content import bot_checks, charsets
 from scrapeflow_dagster.site.content.changing import DEFAULT_CHANGING_PAGES, ChangingPages
+from scrapeflow_dagster.site.content.graphql import GraphQL
 from scrapeflow_dagster.site.content.pages import LINKS_PER_PAGE, Pages, page_links
 from scrapeflow_dagster.site.content.products import Products
 from scrapeflow_dagster.site.content.scripted import Scripted
@@ -281,6 +285,7 @@ def build_site(
             *hostile.routes(),
             *Products(pages, seed).routes(),
             *Scripted().routes(),
+            *GraphQL().routes(),
             *changing.routes(),
             *(doors.routes() if doors else []),
             web.get("/spelled/", spelled.index),

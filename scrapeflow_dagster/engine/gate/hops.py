@@ -28,6 +28,10 @@ NOT_MODIFIED = 304
 _CHUNK_BYTES = 64 * 1024
 # Methods whose request carries no body.
 _NO_BODY = frozenset({"GET", "HEAD"})
+# Headers that describe a request's body, dropped when a redirect turns it into a GET.
+_BODY_HEADERS = frozenset(
+    {"content-type", "content-encoding", "content-language", "content-location"}
+)
 # Answers that send the client elsewhere (with a Location header).
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
@@ -85,10 +89,13 @@ async def request_once(
     # True leaves TLS to the session's connector (`settings.verify_tls`); False turns it off.
     verify = bool(params.get("verify_tls", settings.verify_tls))
     current, hops = url, 0
+    drop_body_headers = False  # dropped once a redirect turned the request into a GET
     while True:
         # The task's headers and cookies (credentials, often) go to its own origin only.
         own_host = keeps_credentials(url, current)
         headers = params.get("headers") if own_host else None
+        if headers and drop_body_headers:  # the Fetch standard's request-body headers
+            headers = {k: v for k, v in headers.items() if k.lower() not in _BODY_HEADERS}
         if conditional and own_host:
             headers = {**(headers or {}), **conditional}
         what = f"redirect to {redact(str(current))}" if hops else redact(str(current))
@@ -121,6 +128,7 @@ async def request_once(
                             method == "POST" and response.status in (301, 302)
                         ):
                             method, payload, data = "GET", None, None
+                            drop_body_headers = True  # no body: its Content-Type goes with it
                     else:
                         body, answer = await read_answer(
                             context, response, proxy, conditional, method=method
@@ -173,14 +181,18 @@ async def read_answer(
 def refuse_body_elsewhere(
     status: int, method: str, first: URL, target: URL, payload: Any, data: bytes | None
 ) -> None:
-    """Refuse a 307/308 that would send the request's body (a login form, an API token in a
-    JSON payload) to another origin than the request's own: the headers and cookies do not
-    follow it (`keeps_credentials`), and neither may the body.
+    """Refuse a redirect that would send the request's body (a login form, an API token in a
+    JSON payload) to another origin than the request's own (a 307/308, or a 301/302 of a PUT,
+    PATCH or DELETE): the headers and cookies do not follow it (`keeps_credentials`), and
+    neither may the body.
 
     Raises:
         RedirectRefusedError: naming the hop.
     """
-    if status not in (307, 308) or method in _NO_BODY:
+    # What carries the body on: a 307/308 whatever the method, and a 301/302 of any method but
+    # POST (browsers send a PUT, PATCH or DELETE on with its body; only a POST becomes a GET).
+    keeps_body = status in (307, 308) or (status in (301, 302) and method != "POST")
+    if not keeps_body or method in _NO_BODY:
         return
     if (payload is None and data is None) or keeps_credentials(first, target):
         return

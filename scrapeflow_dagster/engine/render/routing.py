@@ -6,12 +6,19 @@ Any other request (a script, a stylesheet, an XHR or fetch, a frame) is fetched 
 guard keeps them out of internal networks (the browser's own SSRF door), robots.txt applies to
 each URL, each request waits for its host's slot and delay like a plain request, redirects are
 followed and checked hop by hop and the body is capped. Requests of the resource types the
-settings block (images, fonts, media by default) are refused unfetched, as are methods other
-than GET and HEAD and navigations of the page away from its document.
+settings block (images, fonts, media by default) are refused unfetched, as are navigations of
+the page away from its document.
+
+GET and HEAD are always sent; another method (a GraphQL or JSON API's POST) only when the
+settings list it, for the page's own origin (`script_methods`) or another
+(`script_methods_other_origins`). Its body is forwarded with its Content-Type, never stored,
+and it is sent once: the gate's retries would repeat a write the site may have done (browsers
+do not retry it either).
 """
 
 import asyncio
 import contextlib
+import dataclasses
 from typing import Any, NamedTuple
 
 from yarl import URL
@@ -25,6 +32,12 @@ from scrapeflow_dagster.engine.state.trust import TRUST
 # Request headers a page's request carries through the gate (the gate sends its own
 # User-Agent; hop-by-hop and length headers are the gate's client's business).
 FORWARDED_REQUEST_HEADERS = ("accept", "accept-language", "referer", "cookie", "origin")
+# ... and with a body, what tells the site how to read it.
+FORWARDED_BODY_HEADERS = ("content-type",)
+# Methods always sent, and those the gate may try again (RFC 9110's idempotent methods): a POST
+# or PATCH tried twice may be a write done twice.
+ALWAYS_SENT = frozenset({"GET", "HEAD"})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # Answer headers not passed back to the browser: the gate hands over the decoded body.
 _DROPPED_ANSWER_HEADERS = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
@@ -42,7 +55,8 @@ class Document(NamedTuple):
 
 
 class RequestLog:
-    """What one page's requests came to: fetched, blocked by type, refused (and why)."""
+    """What one page's requests came to: fetched, blocked by type, refused (URL, method and
+    why, redacted)."""
 
     def __init__(self) -> None:
         self.fetched = 0
@@ -50,10 +64,12 @@ class RequestLog:
         self.refused = 0
         self.refusals: list[dict[str, str]] = []
 
-    def refuse(self, url: str, why: str) -> None:
+    def refuse(self, url: str, why: str, *, method: str = "GET") -> None:
+        """Count a refused request of `method` to `url`, and list it among the first
+        `REFUSALS_KEPT` with `why`."""
         self.refused += 1
         if len(self.refusals) < REFUSALS_KEPT:
-            self.refusals.append({"url": redact(url), "error": redact(why)})
+            self.refusals.append({"url": redact(url), "method": method, "error": redact(why)})
 
 
 class GateRouter:
@@ -75,6 +91,8 @@ class GateRouter:
         self.main_frame = main_frame
         self.log = RequestLog()
         self._document_served = False
+        self._origin = _origin(document.url)
+        self._sent_once: Context | None = None
         # Requests being answered now, and when the last one began or ended (the loop's
         # clock): what tells the page's network has gone quiet.
         self.in_flight = 0
@@ -109,20 +127,28 @@ class GateRouter:
             else:
                 # The page leaving its document (a script's location change, a meta refresh):
                 # the rendered page is the task's own.
-                self.log.refuse(url, "navigation away from the rendered document")
+                self.log.refuse(
+                    url, "navigation away from the rendered document", method=request.method
+                )
                 await _quietly(route.abort("blockedbyclient"))
             return
         if request.resource_type in self.blocked_types:
             self.log.blocked += 1
             await _quietly(route.abort("blockedbyclient"))
             return
-        if request.method not in ("GET", "HEAD"):
-            self.log.refuse(url, f"{request.method} requests are not sent from rendered pages")
+        method = request.method
+        refusal = self._method_refusal(method, url)
+        if refusal is not None:
+            self.log.refuse(url, refusal, method=method)
             await _quietly(route.abort("blockedbyclient"))
             return
-        params = {TRUST: self.trust, "url": url, "headers": _forwarded(request.headers, url)}
+        # Forwarded, never kept: the body goes out with this request only.
+        data = None if method in ALWAYS_SENT else request.post_data_buffer
+        headers = _forwarded(request.headers, url, with_body=data is not None)
+        params = {TRUST: self.trust, "url": url, "headers": headers}
+        context = self.context if method in _IDEMPOTENT else self._once()
         # The page's own method: a HEAD sent as a GET would fetch (and cap) a whole body.
-        fetching = asyncio.ensure_future(fetch(self.context, params, method=request.method))
+        fetching = asyncio.ensure_future(fetch(context, params, method=method, data=data))
         self._fetches.add(fetching)
         try:
             fetched = await fetching
@@ -137,7 +163,7 @@ class GateRouter:
             await _quietly(route.fulfill(status=exc.status, body=b""))
             return
         except ScrapeError as exc:
-            self.log.refuse(url, str(exc))
+            self.log.refuse(url, str(exc), method=method)
             await _quietly(route.abort("blockedbyclient"))
             return
         finally:
@@ -150,6 +176,32 @@ class GateRouter:
         }
         await _quietly(route.fulfill(status=fetched.status, headers=headers, body=fetched.body))
 
+    def _method_refusal(self, method: str, url: str) -> str | None:
+        """Why a request of `method` to `url` is not sent (its method not listed for its
+        origin), or None."""
+        if method in ALWAYS_SENT:
+            return None
+        settings = self.context.settings.render
+        if self._origin is not None and _origin(url) == self._origin:
+            if method in settings.script_methods:
+                return None
+            return f"{method} requests to the page's origin are not sent (render_script_methods)"
+        if method in settings.script_methods_other_origins:
+            return None
+        return (
+            f"{method} requests to another origin than the page's are not sent"
+            " (render_script_methods_other_origins)"
+        )
+
+    def _once(self) -> Context:
+        """The context of a request that is not idempotent: the gate tries it once."""
+        if self._sent_once is None:
+            settings = self.context.settings
+            retry = dataclasses.replace(settings.retry, max_attempts=1, max_proxy_attempts=0)
+            once = dataclasses.replace(settings, retry=retry)
+            self._sent_once = self.context._replace(settings=once)
+        return self._sent_once
+
     def cancel_pending(self) -> None:
         """Cancel the gate fetches still under way and refuse any new request (the page is done
         with)."""
@@ -158,8 +210,17 @@ class GateRouter:
             fetching.cancel()
 
 
-def _forwarded(headers: dict[str, str], url: str) -> dict[str, str]:
-    kept = {name: value for name, value in headers.items() if name in FORWARDED_REQUEST_HEADERS}
+def _origin(url: str) -> URL | None:
+    """The origin of `url` (None for one yarl cannot read: never the page's own)."""
+    try:
+        return URL(url).origin()
+    except ValueError:
+        return None
+
+
+def _forwarded(headers: dict[str, str], url: str, *, with_body: bool) -> dict[str, str]:
+    names = (*FORWARDED_REQUEST_HEADERS, *(FORWARDED_BODY_HEADERS if with_body else ()))
+    kept = {name: value for name, value in headers.items() if name in names}
     if "referer" in kept:
         referer = referer_for(kept.pop("referer"), url)
         if referer is not None:

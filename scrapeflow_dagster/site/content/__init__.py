@@ -4,6 +4,7 @@
 answers other routes build on), `charsets` (`/charset/{name}`: pages in legacy charsets),
 `bot_checks` (`/blocked/{kind}` block pages, `/widget-captcha` pages that merely carry a widget),
 `products` (`/products/`: a shop with data to extract), `scripted` (`/app/`: pages built by
-JavaScript) and `changing` (`/changing/{n}`: pages that change on known schedules of a site clock,
-with the truth of when and what changed).
+JavaScript), `graphql` (`/graphql/`: a page whose script loads its content by POST) and
+`changing` (`/changing/{n}`: pages that change on known schedules of a site clock, with the truth
+of when and what changed).
 """

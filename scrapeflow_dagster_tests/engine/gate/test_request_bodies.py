@@ -49,6 +49,53 @@ async def test_a_body_is_not_sent_on_by_a_redirect_to_another_origin(
     assert other.seen == Counter()
 
 
+@pytest.mark.parametrize("status", [301, 302])
+async def test_a_put_is_not_sent_on_with_its_body_by_a_301_or_302_to_another_origin(
+    tmp_path: Path, status: int
+) -> None:
+    # Browsers send a PUT (PATCH, DELETE) on with its body after a 301/302: only a POST turns
+    # into a GET. A rendered page's script may send one (`render_script_methods`).
+    first, other = Site("127.0.0.1"), Site("127.0.0.1")
+    await first.start()
+    await other.start()
+    try:
+        other.routes["/b"] = text("got it")
+        first.routes["/a"] = _redirect(f"{other.base}/b", status)
+        params = {"url": f"{first.base}/a", "post_payload": SECRET}
+        async with open_gate(tmp_path, fast_settings()) as context:
+            with pytest.raises(RedirectRefusedError, match=f"a {status} would send the PUT"):
+                await fetch(context, params, method="PUT")
+    finally:
+        await first.stop()
+        await other.stop()
+    assert other.seen == Counter()
+
+
+async def test_a_post_turned_into_a_get_drops_the_headers_of_its_body(tmp_path: Path) -> None:
+    seen: list[tuple[str, str | None, bytes]] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        seen.append((request.method, request.headers.get("Content-Type"), await request.read()))
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_route("*", "/a", lambda r: web.Response(status=303, headers={"Location": "/b"}))
+    app.router.add_route("*", "/b", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    headers = {"content-type": "application/json", "X-Kept": "1"}
+    try:
+        async with open_gate(tmp_path, fast_settings()) as context:
+            url = f"http://127.0.0.1:{port}/a"
+            await fetch(context, {"url": url, "headers": headers}, method="POST", data=b"{}")
+    finally:
+        await runner.cleanup()
+    assert seen == [("GET", None, b"")]
+
+
 async def test_a_same_origin_307_keeps_the_body_and_put_sends_its_json(tmp_path: Path) -> None:
     seen: list[tuple[str, bytes]] = []
     app = web.Application()
