@@ -280,8 +280,11 @@ def head_retention(data: dict[str, Any], _out: str) -> list[Headline]:
                 f"retention ({names.get(backend, backend)})",
                 f"{_n(tasks)} tasks, 1 run then {max(len(kept) - 1, 0)} forced refreshes, a "
                 f"prune after each: {_n(first, 2)} -> {_n(last, 2)} KB/task",
-                f"without retention: {_n(s.get('plain_last_over_first'), 2)}x",
-                f"{_n(s.get('retention_last_over_first'), 2)}x its size after one run (target 1.2)",
+                f"without retention: {_n(s.get('plain_last_over_first'), 2)}x"
+                if s.get("plain_last_over_first") is not None
+                else "-",
+                f"{_n(s.get('retention_last_over_first'), 2)}x its size after one run (target 1.2);"
+                f" data folder {_n(s.get('data_last_over_first'), 2)}x",
             ]
         )
     return _complete(rows)
