@@ -29,9 +29,11 @@ TASKS = 400
 # The forced run starts below the plain one and catches up with it: from then on it waits for
 # the lock of each task the plain run holds, and scrapes it again right after.
 RANGES = {"forced": (0, 299), "plain": (100, 399)}
-# 4 requests in flight, 40 ms each: each run scrapes for a few seconds, long enough to overlap.
+# 4 requests in flight, 100 ms each: each run scrapes for 7-8 s, long enough to overlap even
+# when one CLI starts seconds after the other (at 40 ms, on a machine loaded by a benchmark,
+# the forced run was done before the plain one's first request: no task scraped by both).
 SETTINGS = {"max_parallelism": 4}
-LATENCY_SECONDS = 0.04
+LATENCY_SECONDS = 0.1
 
 
 def config_json(*, force: bool) -> str:
