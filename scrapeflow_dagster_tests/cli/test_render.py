@@ -4,7 +4,6 @@ page a browser user reaches found and parsed from its rendered DOM; without the 
 marked `render` fails naming it."""
 
 import json
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -15,17 +14,9 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.content.scripted import SCRIPTED_ITEMS, item_name
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.engine.render.conftest import browser_available  # noqa: F401
-from scrapeflow_dagster_tests.support.paths import BIN_DIR
-from scrapeflow_dagster_tests.support.processes import process_env
+from scrapeflow_dagster_tests.support.processes import process_env, run_installed
 
 pytestmark = pytest.mark.usefixtures("browser_available")
-
-
-def _run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN_DIR / args[0]), *args[1:]],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
 
 
 def _requests(site: SiteThread) -> dict[str, int]:
@@ -41,7 +32,9 @@ def test_a_rendered_crawl_finds_every_page_the_scripts_link(
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(site_thread.url("/app/") + "\n")
 
-    crawled = _run(env, tmp_path, "scrapeflow", "crawl", str(seeds), "--max-depth", "2", "--render")
+    crawled = run_installed(
+        env, tmp_path, "scrapeflow", "crawl", str(seeds), "--max-depth", "2", "--render"
+    )
 
     assert crawled.returncode == 0, crawled.stdout[-2000:] + crawled.stderr[-2000:]
     with duckdb.connect(str(layout.db_path), read_only=True) as conn:
@@ -70,9 +63,9 @@ def test_without_the_render_step_a_task_marked_render_fails_naming_it(
     env = process_env(dagster_home, layout.root)  # no SCRAPEFLOW_RENDER: the chain is as ever
     tasks = tmp_path / "tasks.csv"
     tasks.write_text(f"key,url,render\nshop,{site_thread.url('/app/')},true\n")
-    added = _run(env, tmp_path, "scrapeflow", "tasks", "add", str(tasks))
+    added = run_installed(env, tmp_path, "scrapeflow", "tasks", "add", str(tasks))
     assert added.returncode == 0, added.stderr
-    done = _run(
+    done = run_installed(
         env, tmp_path, "dagster", "asset", "materialize", "-m", "scrapeflow_dagster.definitions",
         "--select", "scrape,validation,pages", "--partition", "shop",
     )  # fmt: skip

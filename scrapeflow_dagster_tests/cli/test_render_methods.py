@@ -5,7 +5,6 @@ the gate once, with its body and Content-Type, and the stored DOM and `pages` ho
 loaded."""
 
 import json
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -15,17 +14,9 @@ from scrapeflow_dagster.engine.state.layout import DataLayout
 from scrapeflow_dagster.site.content.graphql import GRAPHQL_ARTICLES, GRAPHQL_QUERY, article_title
 from scrapeflow_dagster.site.server import SiteThread
 from scrapeflow_dagster_tests.engine.render.conftest import browser_available  # noqa: F401
-from scrapeflow_dagster_tests.support.paths import BIN_DIR
-from scrapeflow_dagster_tests.support.processes import process_env
+from scrapeflow_dagster_tests.support.processes import process_env, run_installed
 
 pytestmark = pytest.mark.usefixtures("browser_available")
-
-
-def _run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN_DIR / args[0]), *args[1:]],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
 
 
 def _api_requests(site: SiteThread) -> list[dict[str, str]]:
@@ -40,10 +31,10 @@ def test_a_page_that_loads_its_content_by_post_is_stored_with_it(
     env = {**process_env(dagster_home, layout.root), "SCRAPEFLOW_RENDER": "1"}
     tasks = tmp_path / "tasks.csv"
     tasks.write_text(f"key,url,render\narticles,{site_thread.url('/graphql/?tag=cli')},true\n")
-    added = _run(env, tmp_path, "scrapeflow", "tasks", "add", str(tasks))
+    added = run_installed(env, tmp_path, "scrapeflow", "tasks", "add", str(tasks))
     assert added.returncode == 0, added.stderr
 
-    done = _run(
+    done = run_installed(
         env, tmp_path, "dagster", "asset", "materialize", "-m", "scrapeflow_dagster.definitions",
         "--select", "scrape,validation,render,pages", "--partition", "articles",
     )  # fmt: skip

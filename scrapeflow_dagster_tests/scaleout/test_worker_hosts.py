@@ -45,6 +45,7 @@ from scrapeflow_dagster_tests.support.paths import BIN_DIR, COMMAND_CWD
 from scrapeflow_dagster_tests.support.processes import (
     kill_group,
     process_env,
+    run_installed,
     stop_group,
     wait_until,
 )
@@ -97,10 +98,7 @@ def requests_seen(site: str) -> dict:
 
 
 def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [str(BIN_DIR / args[0]), *args[1:]],
-        env=env, cwd=COMMAND_CWD, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    done = run_installed(env, COMMAND_CWD, *args, timeout=180)
     assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from scrapeflow_dagster.engine.state.layout import DATA_DIR_ENV
 from scrapeflow_dagster.instance import dagster_yaml
-from scrapeflow_dagster_tests.support.paths import REPO_ROOT
+from scrapeflow_dagster_tests.support.paths import BIN_DIR, REPO_ROOT
 
 _T = TypeVar("_T")
 
@@ -56,6 +56,17 @@ def process_env(dagster_home: Path, data_dir: Path, **extra: str) -> dict[str, s
         }
     )
     return env
+
+
+def run_installed(
+    env: dict[str, str], cwd: Path, command: str, *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run an installed command of the venv (`scrapeflow`, `dagster`) as a user runs it, to its
+    end; its output captured as text (the caller asserts on its return code)."""
+    return subprocess.run(
+        [str(BIN_DIR / command), *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
 
 
 def kill_group(proc: subprocess.Popen[Any]) -> None:
