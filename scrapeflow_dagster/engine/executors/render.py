@@ -5,7 +5,9 @@ The document is the body `scrape` stored: rendering fetches it no second time (a
 starts again from it), and every other request of the page goes through the gate. A task not
 marked `render` (or whose body is not HTML) records `rendered: false` and costs nothing more.
 A task marked `render: auto` is rendered where the run finds its URL pattern needs a browser
-(`engine.render.choice`: a sample of the pattern rendered and compared with its HTTP body).
+(`engine.render.choice`: a sample of the pattern rendered and compared with its HTTP body),
+and what earlier runs learned (`engine.render.choice_store`) is where the run starts from; its
+output carries the pattern's evidence (`pattern`), which DuckDB keeps per pattern.
 """
 
 from scrapeflow_dagster.engine.errors import RenderError
@@ -25,6 +27,7 @@ from scrapeflow_dagster.engine.executors.stored_body import (
 from scrapeflow_dagster.engine.redact import redact
 from scrapeflow_dagster.engine.render.browser import browser_missing
 from scrapeflow_dagster.engine.render.choice import Parsed
+from scrapeflow_dagster.engine.render.choice_store import load_known, snapshot_of
 from scrapeflow_dagster.engine.render.document import Rendered, render_document
 from scrapeflow_dagster.engine.render.final_url import real_final_url
 from scrapeflow_dagster.engine.render.routing import Document
@@ -57,9 +60,14 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
     stored_url = scraped.get("final_url") or status["params"]["url"]
     # Judged by the URL's pattern (its host and path, as stored): no request made for a page
     # that is not rendered.
-    decision = await browser.choices.decide(stored_url) if mode == RENDER_AUTO else None
+    decision = None
+    if mode == RENDER_AUTO:
+        # One read of a small file per run, at its first `render: auto` page.
+        browser.choices.restore_once(lambda: load_known(snapshot_of(context.dir)))
+        decision = await browser.choices.decide(stored_url)
     if decision is not None and not decision.render:
-        return {"rendered": False, "choice": decision.reason}
+        pattern = browser.choices.evidence(stored_url)
+        return {"rendered": False, "choice": decision.reason, "pattern": pattern}
     trust = INTRANET if scraped.get(INTRANET_PAGE) else PUBLIC
     learned = False
     try:
@@ -77,6 +85,8 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
                 )
                 learned = True
                 output["browser_needed"] = needed
+            # After `learn`: what a compared render taught is in the evidence it carries.
+            output["pattern"] = browser.choices.evidence(stored_url)
     finally:
         if decision is not None and decision.compare and not learned:
             browser.choices.forget_sample(stored_url)  # its turn goes to another page

@@ -3,7 +3,8 @@ one-writer connection, and the table of each task's current state.
 
 Modules:
     schema: `SCHEMA_SQL`, the tables and views (`tasks`, `step_runs`, `pages`, `outputs`,
-        `extracted`, `page_text`, `changes`, `frontier`, the `revisits` view...).
+        `extracted`, `page_text`, `changes`, `frontier`, `render_choices`, the `revisits`
+        view...).
     spool_sql: `SPOOL_COLUMNS` (the spool as DuckDB reads it) and the ingest statements.
     connection: opening DuckDB under its one-writer rule, with lock backoff; who holds the lock.
     current: `step_current`, each task and executor's latest step row, and the `current_state`

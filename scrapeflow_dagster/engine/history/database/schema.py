@@ -172,6 +172,22 @@ CREATE TABLE IF NOT EXISTS frontier (
     PRIMARY KEY (parent, url)
 );
 
+-- What `render: auto` learned of each URL pattern (host and path, digit segments `*`): the
+-- largest counts the `render` outputs carried, which are the newest (`recording.render_choices`);
+-- runs read its published copy beside the database. A file from before the table gains it at
+-- the next sync.
+CREATE TABLE IF NOT EXISTS render_choices (
+    pattern VARCHAR PRIMARY KEY,
+    judgement VARCHAR,  -- 'browser' | 'static' | 'sampling' (fewer samples than needed yet)
+    pages_sampled INTEGER,  -- compared renders, samples and re-checks, over all runs
+    pages_browser_needed INTEGER,  -- of those, the ones the browser made a difference to
+    pages_seen BIGINT,  -- `render: auto` pages of the pattern decided, over all runs
+    checked_at TIMESTAMP,  -- the last compared render
+    checked_by VARCHAR,  -- its run
+    updated_at TIMESTAMP,  -- the output this row is from
+    run_id VARCHAR  -- its run
+);
+
 -- Files made before the canonical columns existed gain them (NULL until rows are written again).
 ALTER TABLE tasks ADD COLUMN IF NOT EXISTS canonical_url VARCHAR;
 ALTER TABLE frontier ADD COLUMN IF NOT EXISTS canonical_url VARCHAR;

@@ -24,6 +24,7 @@ from scrapeflow_dagster.engine.history.database.connection import (
     connect_read_write,
 )
 from scrapeflow_dagster.engine.history.database.current import ensure_current, refresh_current
+from scrapeflow_dagster.engine.history.recording import render_choices
 from scrapeflow_dagster.engine.history.recording.rows import (
     OutputRow,
     PageRow,
@@ -121,6 +122,7 @@ def rebuild_from_status_dir(
             conn.execute(schema.SCHEMA_SQL)
             ensure_current(conn, rebuild=True)
             tasks, steps = in_transaction(conn, lambda: apply_status_rows(conn, rows_path))
+            render_choices.publish_best_effort(conn, changed=True)
         finally:
             conn.close()
     return RebuildResult(files_read, tasks, steps, tuple(problems), set_aside)
@@ -302,6 +304,7 @@ def apply_status_rows(conn: duckdb.DuckDBPyConnection, rows_path: Path) -> tuple
     conn.execute(sql.UPSERT_MAIN_CONTENT_SQL)
     conn.execute(sql.DELETE_STALE_MAIN_CONTENT_SQL)
     conn.execute(sql.INSERT_CHANGES_SQL)
+    render_choices.ingest(conn)
     return tasks, steps
 
 

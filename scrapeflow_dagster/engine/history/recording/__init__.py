@@ -11,6 +11,8 @@ Modules:
     spool: the spool folder, its file names, listing, and setting aside unusable files.
     ledger: `Ledger`, the buffered writer runs use (it keeps an open marker: `markers`).
     sync: ingest of spool files into DuckDB, one transaction per batch.
+    render_choices: `render: auto`'s evidence per URL pattern taken from the outputs, and the
+        table published as a file beside DuckDB for runs to read without its lock.
 
 May import: `history.database`, `history.markers`, `engine.state`, `engine.redact`,
 `engine.canonical` (a task's canonical URL, kept beside it), duckdb, orjson.

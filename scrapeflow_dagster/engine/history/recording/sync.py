@@ -19,6 +19,7 @@ from scrapeflow_dagster.engine.history.database import schema
 from scrapeflow_dagster.engine.history.database import spool_sql as sql
 from scrapeflow_dagster.engine.history.database.connection import connect_read_write
 from scrapeflow_dagster.engine.history.database.current import ensure_current, refresh_current
+from scrapeflow_dagster.engine.history.recording import render_choices
 from scrapeflow_dagster.engine.history.recording.spool import (
     default_spool_dir,
     quarantine,
@@ -114,6 +115,7 @@ def sync_spool_into(conn: duckdb.DuckDBPyConnection, spool_dir: Path) -> SyncRes
     remove_joined_leftovers(spool_dir)
     with _ingest_memory(conn) as ingest_batch:
         rows, files, bad = _ingest_spool_files(conn, spool_files(spool_dir), ingest_batch)
+    render_choices.publish_best_effort(conn, changed=files > 0)
     return SyncResult(
         ingested_rows=rows,
         pending_files=len(spool_files(spool_dir)),
@@ -234,6 +236,7 @@ def _ingest_batch(conn: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> int
         conn.execute(sql.DELETE_STALE_MAIN_CONTENT_SQL)
         conn.execute(sql.INSERT_CHANGES_SQL)
         conn.execute(sql.INSERT_FRONTIER_SQL)
+        render_choices.ingest(conn)
         conn.execute(sql.MARK_INGESTED_SQL, [[p.name for p in paths], utc_now()])
         return rows
 
