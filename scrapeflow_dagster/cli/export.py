@@ -27,7 +27,9 @@ DESCRIPTION = (
     "per field, typed as the set declares; page_text: each page's readable text and Markdown "
     "(when the page_text_max_chars setting keeps them); main_content: each page's main content "
     "as text and Markdown, with its title, author, dates, language, canonical URL, description "
-    "and site name (when the page_main_content setting keeps them)."
+    "and site name (when the page_main_content setting keeps them); render_choices: what "
+    "render: auto learned per URL pattern (judgement, pages compared, pages the browser made "
+    "a difference to, last check)."
 )
 # A best-effort sync first (as `db summary` does), so the export has what runs spooled; it
 # waits little, and the read the rest of the usual wait.

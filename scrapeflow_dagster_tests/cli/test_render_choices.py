@@ -104,3 +104,11 @@ def test_a_refresh_renders_from_its_first_page_only_the_patterns_that_need_it(
     assert {name: row[:4] for name, row in _choices(layout).items()} == {
         name: row[:4] for name, row in after.items()
     }
+    exported = tmp_path / "choices.jsonl"
+    export = ["export", "render_choices", "--format", "jsonl", "--output", str(exported)]
+    done = run_installed(env, tmp_path, "scrapeflow", *export)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert {r["pattern"].split("/", 1)[1]: r["judgement"] for r in rows} == {
+        name: row[0] for name, row in after.items()
+    }

@@ -28,6 +28,7 @@ RESULTS: dict[str, str] = {
     "main_content": "SELECT * FROM main_content ORDER BY key",
     "changes": "SELECT * FROM changes ORDER BY detected_at, key",
     "revisits": "SELECT * FROM revisits ORDER BY due_at, key",
+    "render_choices": "SELECT * FROM render_choices ORDER BY pattern",
 }
 
 # The columns an executor's outputs have beside their own fields (`executor_outputs_sql`).
