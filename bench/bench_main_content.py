@@ -3,6 +3,7 @@ marked pages, and pages per second, on the same pages.
 
     .venv/bin/python -m bench.bench_main_content                 # every extractor, 3 rounds
     .venv/bin/python -m bench.bench_main_content --only scrapeflow whole_page --rounds 1
+    .venv/bin/python -m bench.bench_main_content --no-digest     # extraction only
 
 Sets (`bench.content.sets`): `dataset`, the 163 real pages of the development set (segments
 only; it flatters trafilatura, tuned on it), and `ours`, pages of the kinds this project scrapes
@@ -10,6 +11,10 @@ only; it flatters trafilatura, tuned on it), and `ours`, pages of the kinds this
 main text known. Scores (`bench.content.scoring`): segment precision, recall and F1 pooled over
 pages, and on `ours` the per-page mean of 4-token shingle F1 and recall (the issue's metric; the
 development set has no whole bodies to score it on).
+
+Then the change digest (`bench.content.digests`): false and missed changes of the whole
+text's digest and the main content's on the bundled site's changing pages, as served and in
+noisy chrome (docs/refresh.md).
 
 Extractors: `scrapeflow` (`engine.content.main_content`, ours: trafilatura and what this
 project adds) and `whole_page` (the text `pages` stores today) run in this venv; `trafilatura`
@@ -27,6 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.content.digests import measure_digests, print_digests
 from bench.content.scoring import Counts, shingle_scores
 from bench.content.sets import MarkedPage, load_set
 from bench.content.venvs import PEERS, peer_python
@@ -87,6 +93,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="extractors to run (default: all)")
     parser.add_argument("--rounds", type=int, default=3, help="passes timed per extractor")
     parser.add_argument("--json", type=Path, help="write the rows here too")
+    parser.add_argument("--no-digest", action="store_true", help="skip the change digests")
+    parser.add_argument("--digest-pages", type=int, default=20, help="changing pages fetched")
+    parser.add_argument("--digest-days", type=float, default=7.0, help="site days they span")
+    parser.add_argument(
+        "--digest-every-hours", type=float, default=12.0, help="site hours between fetches"
+    )
     args = parser.parse_args()
     names = args.only or [*OURS, *PEERS]
     pythons: dict[str, Path | str] = {name: sys.executable for name in OURS if name in names}
@@ -109,8 +121,14 @@ def main() -> None:
     for name, python in pythons.items():
         if isinstance(python, str) and python.startswith("skipped"):
             print(f"{name}: {python}")
+    digests = []
+    if not args.no_digest:
+        digests = measure_digests(
+            pages=args.digest_pages, days=args.digest_days, every_hours=args.digest_every_hours
+        )
+        print_digests(digests)
     if args.json:
-        args.json.write_text(json.dumps(report, indent=1))
+        args.json.write_text(json.dumps({**report, "digests": digests}, indent=1))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.run_all --with-settings    # plus bench_dagster --instance-settings
     .venv/bin/python -m bench.run_all --with-scale       # plus peak RSS at 100k tasks
     .venv/bin/python -m bench.run_all --with-chain-scale # plus the chain at 10k and 100k tasks
+    .venv/bin/python -m bench.run_all --only main-content   # main content: quality, speed
     .venv/bin/python -m bench.run_all --quick            # small sizes: checks the scripts run
     .venv/bin/python -m bench.run_all --only engine --only add --json-dir out/
 
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.content.summary import rows_main_content
 from bench.lib.cost_rows import rows_cost
 from bench.lib.doc_table import DOC, _command, write_table
 from bench.lib.headlines import HEADLINES
@@ -81,11 +83,15 @@ BENCHES: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]], bool]]
     ("scale", "bench.bench_dagster", rows_scale, True),
     ("chain-scale", "bench.bench_chain_scale", rows_chain_scale, True),
     ("refresh", "bench.bench_refresh", rows_refresh, True),
+    ("main-content", "bench.bench_main_content", rows_main_content, True),
 ]
 # Run only when asked for (--with-scale or --only scale): ~30 min at 100k even on tmpfs;
 # chain-scale (--with-chain-scale or --only chain-scale): the chain at 100k, ~3 GB of disk.
 OPT_IN = {"scale", "chain-scale"}
 BASE_ARGS = {
+    # One timed pass per extractor (~1 min with the peers' venvs built, ~2 min more the first
+    # time they are), then the change digests on 20 changing pages over a site week.
+    "main-content": ["--rounds", "1"],
     # Postgres keeps its own disk; the homes and scrapeflow's data go to tmpfs.
     "postgres": ["--tmp-dir", SHM] if Path(SHM).is_dir() else [],
     "scale": ["--only", "scale"] + (["--tmp-dir", SHM] if Path(SHM).is_dir() else []),
@@ -111,6 +117,15 @@ QUICK_ARGS = {
     "retention": ["--tasks", "60", "--refreshes", "2"],
     "chain-scale": ["--sizes", "2000", "--status-rounds", "1"],
     "refresh": ["--pages", "50", "--days", "2"],
+    "main-content": [
+        "--only",
+        "scrapeflow",
+        "whole_page",
+        "--digest-pages",
+        "4",
+        "--digest-days",
+        "1",
+    ],
 }
 
 

@@ -151,6 +151,13 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
         help="with --page-text, each page's Markdown too (the `markdown` extra)",
     )
     crawl.add_argument(
+        "--main-content",
+        action="store_true",
+        help="keep each page's main content (menus, footers, banners left out) as text and "
+        "Markdown, with its metadata (the `main_content` table; the runs' `page_main_content`; "
+        "the `content` extra)",
+    )
+    crawl.add_argument(
         "--config-json",
         metavar="JSON",
         help="run config for the crawl's runs, as `dagster` takes it (e.g. any scrape_settings "
@@ -160,12 +167,12 @@ def add_parser(sub: common.Subparsers, parent: argparse.ArgumentParser) -> None:
 
 
 def run_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The run config the options give the crawl's runs (`--config-json`, then `--page-text`
-    and `--markdown` over its `scrape_settings`).
+    """The run config the options give the crawl's runs (`--config-json`, then `--page-text`,
+    `--markdown` and `--main-content` over its `scrape_settings`).
 
     Raises:
         UsageError: naming the option (JSON that is no object, a negative length, Markdown
-            without text).
+            without text, main content without its extra).
     """
     config: dict[str, Any] = {}
     if args.config_json is not None:
@@ -177,17 +184,38 @@ def run_config(args: argparse.Namespace) -> dict[str, Any]:
             raise common.UsageError("--config-json must be a JSON object (run config)")
     if args.markdown and not args.page_text:
         raise common.UsageError("--markdown needs --page-text CHARS (the Markdown of the text)")
-    if args.page_text is None:
-        return config
-    if args.page_text < 0:
-        raise common.UsageError(f"--page-text must be 0 or more characters, got {args.page_text}")
-    settings = {"page_text_max_chars": args.page_text}
+    settings: dict[str, Any] = {}
+    if args.page_text is not None:
+        if args.page_text < 0:
+            raise common.UsageError(
+                f"--page-text must be 0 or more characters, got {args.page_text}"
+            )
+        settings["page_text_max_chars"] = args.page_text
     if args.markdown:
         settings["page_markdown"] = True
+    if args.main_content:
+        _check_content_extra()
+        settings["page_main_content"] = True
+    if not settings:
+        return config
     resources = config.setdefault("resources", {})
     scrape = resources.setdefault("scrape_settings", {}).setdefault("config", {})
     scrape.update(settings)
     return config
+
+
+def _check_content_extra() -> None:
+    """Refuse `--main-content` before any run when its extractor is not installed.
+
+    Raises:
+        UsageError: naming the `content` extra.
+    """
+    import importlib.util
+
+    from scrapeflow_dagster.engine.content import CONTENT_EXTRA
+
+    if importlib.util.find_spec("trafilatura") is None:
+        raise common.UsageError(f"--main-content needs trafilatura: {CONTENT_EXTRA}")
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:

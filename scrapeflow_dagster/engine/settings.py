@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-from scrapeflow_dagster.engine.revisit.digest import DEFAULT_NOISE, noise_pattern
+from scrapeflow_dagster.engine.revisit.digest import DEFAULT_NOISE, DIGEST_BASES, noise_pattern
 from scrapeflow_dagster.engine.revisit.rule import RevisitPolicy
 
 
@@ -99,11 +99,19 @@ class RevisitSettings:
     # Earlier bodies kept per task, for the text diff of a change (`<key>.scrape.1`, ...): 1,
     # the default, keeps the body before the current one, replaced only when a body differs.
     bodies_kept: int = 1
+    # What the change digest is of (`DIGEST_BASES`): the whole text, or the main content (with
+    # `page_main_content`: on pages whose chrome differs on every request it found no false
+    # change where the whole text found one at every fetch; docs/refresh.md).
+    digest_basis: str = "text"
 
     def __post_init__(self) -> None:
         noise_pattern(tuple(self.change_ignore))  # raises naming a bad pattern
         if self.bodies_kept < 0:
             raise ValueError(f"revisit_bodies_kept must not be negative, got {self.bodies_kept}")
+        if self.digest_basis not in DIGEST_BASES:
+            raise ValueError(
+                f"change_digest must be one of {', '.join(DIGEST_BASES)}, got {self.digest_basis!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +215,7 @@ class ScrapeSettings:
     # `pages` keeps each page's main content (menus, footers, banners left out) as text and
     # Markdown, with its metadata (the `content` extra; docs/main-content.md): cut at
     # `page_text_max_chars` when that is set, else at `MAIN_CONTENT_MAX_CHARS`. Off by default,
-    # as it costs ~20-70 ms of CPU per page (trafilatura).
+    # as it costs ~3-45 ms of CPU per page (trafilatura: 5 KB pages to real news pages).
     page_main_content: bool = False
     # DuckDB's step runs, changes and spool files' names older than this many days are deleted
     # by the first run of each day (each task's current state stays; docs/duckdb.md). 0, the
@@ -219,3 +227,7 @@ class ScrapeSettings:
     revisit: RevisitSettings = field(default_factory=RevisitSettings)
     # What one sitemap reading may cost (`crawl --sitemap`, robots.txt `Sitemap:` lines).
     sitemaps: SitemapSettings = field(default_factory=SitemapSettings)
+
+    def __post_init__(self) -> None:
+        if self.revisit.digest_basis == "main_content" and not self.page_main_content:
+            raise ValueError("change_digest: main_content needs page_main_content on")

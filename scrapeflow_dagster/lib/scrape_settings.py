@@ -112,6 +112,10 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
     change_ignore: list[str] | None = None  # None: dates, clock times, view counters
     change_ignore_extra: list[str] = Field(default_factory=list)  # more, kept with those
     revisit_bodies_kept: int = _REVISIT.bodies_kept
+    # What the change digest is of: "text" (the whole page's) or "main_content" (its main
+    # content: needs page_main_content; for pages whose menus or "related" boxes differ on
+    # every request, docs/refresh.md).
+    change_digest: str = _REVISIT.digest_basis
 
     def build(self) -> ScrapeSettings:
         """The engine settings these fields describe.
@@ -180,6 +184,7 @@ class ScrapeSettingsResource(dg.ConfigurableResource):
                     *self.change_ignore_extra,
                 ),
                 bodies_kept=self.revisit_bodies_kept,
+                digest_basis=self.change_digest,
             ),
             retry=RetryPolicy(
                 max_attempts=self.max_attempts,

@@ -18,7 +18,7 @@ import html_text
 import lxml.html
 from lxml import etree
 
-from scrapeflow_dagster.engine.content import main_content
+from scrapeflow_dagster.engine.content import MainContent
 from scrapeflow_dagster.engine.settings import (
     MAIN_CONTENT_MAX_CHARS,
     MARKDOWN_EXTRA,
@@ -91,24 +91,18 @@ def page_text_fields(html: str, settings: ScrapeSettings) -> dict[str, Any]:
     return fields
 
 
-def main_content_fields(html: str, url: str, settings: ScrapeSettings) -> dict[str, Any]:
+def main_content_fields(content: MainContent, settings: ScrapeSettings) -> dict[str, Any]:
     """The `main_content` field `pages` adds to its output when `page_main_content` is set:
-    the main text and Markdown (cut at `page_text_max_chars`, else `MAIN_CONTENT_MAX_CHARS`,
-    with `*_chars` before the cut and `*_truncated`) and `MAIN_CONTENT_METADATA`; none when
-    the setting is off.
+    the main text and Markdown of `content` (cut at `page_text_max_chars`, else
+    `MAIN_CONTENT_MAX_CHARS`, with `*_chars` before the cut and `*_truncated`) and
+    `MAIN_CONTENT_METADATA`.
 
     Args:
-        html: the decoded page (for a rendered page, the DOM the browser left).
-        url: the URL it was fetched from, after redirects (links resolve against it).
+        content: the page's main content (`engine.content.main_content` of the decoded page;
+            for a rendered page, of the DOM the browser left, at the URL it ended at).
         settings: the run's settings.
-
-    Raises:
-        ImportError: naming the `content` extra when trafilatura is not installed.
     """
-    if not settings.page_main_content:
-        return {}
     cap = settings.page_text_max_chars or MAIN_CONTENT_MAX_CHARS
-    content = main_content(html, url)
     fields: dict[str, Any] = {}
     for name, value in (("text", content.text), ("markdown", content.markdown)):
         fields[name] = value[:cap]

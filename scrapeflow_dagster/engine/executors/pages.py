@@ -15,18 +15,21 @@ from typing import NamedTuple
 from charset_normalizer import from_bytes
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from scrapeflow_dagster.engine.content import MainContent, main_content
 from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.executors.extraction import extraction_of
 from scrapeflow_dagster.engine.executors.page_text import main_content_fields, page_text_fields
 from scrapeflow_dagster.engine.executors.revisits import observe_page, page_digest
 from scrapeflow_dagster.engine.executors.stored_body import page_url, read_body, read_rendered
 from scrapeflow_dagster.engine.render.browser import browser_missing
+from scrapeflow_dagster.engine.revisit.digest import main_content_digest
 from scrapeflow_dagster.engine.run.context import (
     Context,
     ExecutorOutput,
     reads_stored_only,
     taskify,
 )
+from scrapeflow_dagster.engine.settings import RevisitSettings
 from scrapeflow_dagster.engine.state.params import RENDER_OFF, render_mode
 from scrapeflow_dagster.engine.state.schema import StatusData, fields_of, is_success
 from scrapeflow_dagster.engine.tasks.urls import document_base, resolve_link
@@ -234,6 +237,17 @@ def parse_page(page: DecodedPage, base_url: str) -> ParsedPage:
     return ParsedPage(output, page.text, base, tree)
 
 
+def change_digest(
+    page: ParsedPage, title: str | None, content: MainContent | None, revisit: RevisitSettings
+) -> str:
+    """The change digest of a parsed page: of its main content when `revisit.digest_basis`
+    says so (`content`, which `page_main_content` then makes), else of its whole text (the
+    page's tree is changed then: unseen elements removed)."""
+    if revisit.digest_basis == "main_content" and content is not None:
+        return main_content_digest(title, content.text, revisit.change_ignore)
+    return page_digest(page.tree, title, revisit.change_ignore)
+
+
 def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, str, str] | None:
     """The rendered DOM of a task `render` rendered (its bytes, final URL and type), or None
     for a task not marked `render`, or one `render` left as fetched (not a page, or a `render:
@@ -289,10 +303,13 @@ async def pages(context: Context, key: str, status: StatusData) -> ExecutorOutpu
         if extracted is not None:
             parsed["extracted"] = extracted
         parsed.update(page_text_fields(page.text, context.settings))
-        # The DOM decoded once (a rendered page's as the browser left it), at its URL.
-        parsed.update(main_content_fields(page.text, base_url, context.settings))
+        content = None
+        if context.settings.page_main_content:
+            # The DOM decoded once (a rendered page's as the browser left it), at its URL.
+            content = main_content(page.text, base_url)
+            parsed.update(main_content_fields(content, context.settings))
         if tracked:
-            digest = page_digest(page.tree, parsed["title"], revisit.change_ignore)
+            digest = change_digest(page, parsed["title"], content, revisit)
     else:
         # A download (a script, a PDF, JSON): a fetched file, not a page. It has no title or
         # links and no `pages` row; its type and size are kept (and its step row's size).

@@ -16,7 +16,7 @@ from selectolax.lexbor import LexborHTMLParser
 from scrapeflow_dagster.engine.executors.page_text import readable_text
 from scrapeflow_dagster.engine.executors.stored_body import read_previous
 from scrapeflow_dagster.engine.revisit.diff import page_change
-from scrapeflow_dagster.engine.revisit.digest import text_digest
+from scrapeflow_dagster.engine.revisit.digest import digest_basis, text_digest
 from scrapeflow_dagster.engine.revisit.rule import Revisit, observe
 from scrapeflow_dagster.engine.run.context import Context
 from scrapeflow_dagster.engine.state.schema import StatusData, learned_of, parse_stamp, stamp
@@ -80,8 +80,13 @@ def observe_page(
         state = None
     else:
         # The same bytes as the last parse (a 304, or an identical body) are no change, even
-        # when the digest's settings changed since; other bytes are judged by their digest.
-        changed = fields["body_md5"] != previous.get("body_md5") and known_digest != digest
+        # when the digest's settings changed since; other bytes are judged by their digest,
+        # unless it is of another basis than the last (`change_digest` changed since).
+        changed = (
+            fields["body_md5"] != previous.get("body_md5")
+            and known_digest != digest
+            and digest_basis(known_digest) == digest_basis(digest)
+        )
     policy = settings.policy.for_params(status.get("params") or {})
     after = observe(state, changed=changed, fetched_at=fetched_at, policy=policy)
     fields["revisit"] = after.as_output()

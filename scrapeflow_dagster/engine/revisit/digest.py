@@ -140,3 +140,23 @@ def text_digest(title: str | None, text: str, noise: Sequence[str] = DEFAULT_NOI
         hasher.update(without_noise(part, noise).encode().translate(None, _WHITESPACE))
         hasher.update(b"\x00")
     return hasher.hexdigest()
+
+
+# What a change digest is of: the page's title and whole readable text (the default), or its
+# title and main content (`engine.content`: a page's menus, "related" and "most read" boxes
+# left out, which on some sites differ on every request; docs/refresh.md has the figures).
+DIGEST_BASES = ("text", "main_content")
+# A main-content digest is marked, so that a digest of the other basis (kept from before the
+# setting changed) is never taken for a change.
+_MAIN_CONTENT_MARK = "main:"
+
+
+def main_content_digest(title: str | None, text: str, noise: Sequence[str] = DEFAULT_NOISE) -> str:
+    """The change digest of a page with `title` whose main content is `text`: `text_digest`
+    of both, marked as such (`main:` and 32 hex digits)."""
+    return _MAIN_CONTENT_MARK + text_digest(title, text, noise)
+
+
+def digest_basis(digest: str) -> str:
+    """What `digest` is of: `main_content` (`main_content_digest`) or `text` (`text_digest`)."""
+    return "main_content" if digest.startswith(_MAIN_CONTENT_MARK) else "text"

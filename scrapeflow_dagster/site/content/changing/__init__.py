@@ -28,6 +28,11 @@ Routes (the `ChangingPages` class):
                                    matching If-None-Match (or, without one, an If-Modified-Since
                                    at or after Last-Modified) gets a bodiless 304; 404 beyond the
                                    site's `changing_pages`
+    GET /changing/noisy/{n}        the same page (same versions; its requests count as page
+                                   n's) inside chrome that differs on every request and is no
+                                   change either: a menu, a "Trending now" headline, a "Most
+                                   read" box, a quote (`chrome`); no ETag or Last-Modified (a
+                                   page made afresh on each request), so never a 304
     GET /changing/                 an index linking every changing page
     GET /changing/sitemap.xml      a urlset of every page, absolute on the request's Host header,
                                    with `<lastmod>` (the last change, `EPOCH` for version 0) and
@@ -40,10 +45,11 @@ Routes (the `ChangingPages` class):
                                    answering `{"t": now}`; at most `MAX_SITE_SECONDS` (ten years)
 
 Modules: `schedule` (when each page changes, the site clock as wall time), `versions` (what each
-version shows and its HTML), `routes` (the `ChangingPages` routes); their public names are
-importable from here.
+version shows and its HTML), `chrome` (the noisy pages' chrome), `routes` (the `ChangingPages`
+routes); their public names are importable from here.
 """
 
+from scrapeflow_dagster.site.content.changing.chrome import chrome_of, noisy_changing_html
 from scrapeflow_dagster.site.content.changing.routes import ChangingPages
 from scrapeflow_dagster.site.content.changing.schedule import (
     DEFAULT_CHANGING_RATES,
@@ -79,7 +85,9 @@ __all__ = [
     "changefreq",
     "changing_html",
     "changing_page",
+    "chrome_of",
     "last_change",
+    "noisy_changing_html",
     "price_of",
     "rate_per_hour",
     "site_time",

@@ -8,6 +8,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 
 from aiohttp import web
 
+from scrapeflow_dagster.site.content.changing.chrome import noisy_changing_html
 from scrapeflow_dagster.site.content.changing.schedule import (
     DEFAULT_CHANGING_RATES,
     MAX_SITE_SECONDS,
@@ -59,6 +60,7 @@ class ChangingPages:
             web.get("/changing/", self.index),
             web.get("/changing/sitemap.xml", self.sitemap),
             web.get(r"/changing/{n:\d+}", self.page),
+            web.get(r"/changing/noisy/{n:\d+}", self.noisy_page),
             web.get("/control/changing", self.truth),
             web.get("/control/changing/clock", self.clock),
             web.post("/control/changing/clock", self.set_clock),
@@ -82,18 +84,31 @@ class ChangingPages:
 
     async def page(self, request: web.Request) -> web.Response:
         """The current version of page n, or a 304 when the client's copy is current."""
+        return self._serve(request, noisy=False)
+
+    async def noisy_page(self, request: web.Request) -> web.Response:
+        """As `page`, inside chrome that differs on every request (`chrome`), and without
+        validators: a page made afresh on each request, as such sites serve it, is fetched
+        whole every time."""
+        return self._serve(request, noisy=True)
+
+    def _serve(self, request: web.Request, *, noisy: bool) -> web.Response:
         n = self._number(request)
         self.requests[n] += 1
         version = version_at(n, self.now, seed=self.seed, rates=self.rates)
         modified = site_time(last_change(n, self.now, seed=self.seed, rates=self.rates))
         etag = f'"{n}-{version}"'
         headers = {"ETag": etag, "Last-Modified": format_datetime(modified, usegmt=True)}
-        if _not_modified(request, etag, modified):
+        if noisy:
+            headers = {}
+        elif _not_modified(request, etag, modified):
             return web.Response(status=304, headers=headers)
-        body = changing_html(
-            changing_page(n, version, seed=self.seed, count=self.count),
-            served_at=datetime.now(UTC),
-            views=self.requests[n],
+        shown = changing_page(n, version, seed=self.seed, count=self.count)
+        served_at, views = datetime.now(UTC), self.requests[n]
+        body = (
+            noisy_changing_html(shown, served_at=served_at, views=views, seed=self.seed)
+            if noisy
+            else changing_html(shown, served_at=served_at, views=views)
         )
         return web.Response(text=body, content_type="text/html", charset="utf-8", headers=headers)
 
