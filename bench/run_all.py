@@ -92,6 +92,8 @@ BASE_ARGS = {
     # One timed pass per extractor (~1 min with the peers' venvs built, ~2 min more the first
     # time they are), then the change digests on 20 changing pages over a site week.
     "main-content": ["--rounds", "1"],
+    # The issue's goal is per shard count: one, two and four shards side by side.
+    "render-peer": ["--shards", "1,2,4"],
     # Postgres keeps its own disk; the homes and scrapeflow's data go to tmpfs.
     "postgres": ["--tmp-dir", SHM] if Path(SHM).is_dir() else [],
     "scale": ["--only", "scale"] + (["--tmp-dir", SHM] if Path(SHM).is_dir() else []),
@@ -112,7 +114,7 @@ QUICK_ARGS = {
     "peer": ["--tasks", "1000", "--rounds", "1"],
     "extract": ["--products", "1000", "--rounds", "1"],
     "render": ["--pages", "200", "--auto-pages", "200"],
-    "render-peer": ["--pages", "200"],
+    "render-peer": ["--pages", "200", "--shards", "1,2"],
     "status": ["--sizes", "2000", "--rounds", "1"],
     "retention": ["--tasks", "60", "--refreshes", "2"],
     "chain-scale": ["--sizes", "2000", "--status-rounds", "1"],

@@ -4,6 +4,7 @@ figure, baseline or peer, ratio (the date, machine and command are added by `run
 from collections.abc import Callable
 from typing import Any
 
+from bench.content.summary import head_main_content
 from bench.lib.cost_rows import head_cost
 from bench.lib.summary_chain import rows_shards
 from bench.lib.summary_values import _get, rows_ledger
@@ -222,19 +223,28 @@ def head_render(data: dict[str, Any], _out: str) -> list[Headline]:
 
 
 def head_render_peer(data: dict[str, Any], _out: str) -> list[Headline]:
-    s = data.get("summary") or {}
+    by_shards = data.get("summary") or {}
+    counts = sorted(by_shards, key=int)
+    if not counts:
+        return []
+    s = by_shards[counts[0]]
     ours, theirs = s.get("ours") or {}, s.get("crawlee") or {}
     version = (data.get("versions") or {}).get("crawlee") or ""
+    more = "".join(
+        f"; {n} shards {_n(by_shards[n].get('pages_per_s_ratio'), 2)}x / "
+        f"{_n(by_shards[n].get('peak_pss_ratio'), 2)}x"
+        for n in counts[1:]
+    )
     return _complete(
         [
             [
                 "render-peer",
-                f"{_n(ours.get('pages_per_s'), 2)} pages/s, "
+                f"{counts[0]} shard(s): {_n(ours.get('pages_per_s'), 2)} pages/s, "
                 f"peak PSS {_n(ours.get('peak_pss_mib'))} MiB",
                 f"Crawlee {version}: {_n(theirs.get('pages_per_s'), 2)} pages/s, "
                 f"{_n(theirs.get('peak_pss_mib'))} MiB",
                 f"{_n(s.get('pages_per_s_ratio'), 2)}x pages/s, {_n(s.get('peak_pss_ratio'), 2)}x "
-                "memory (goal 0.5x)",
+                f"memory (goal 0.5x){more}",
             ]
         ]
     )
@@ -365,4 +375,5 @@ HEADLINES: dict[str, Callable[[dict[str, Any], str], list[Headline]]] = {
     "scale": head_scale,
     "chain-scale": head_chain_scale,
     "refresh": head_refresh,
+    "main-content": head_main_content,
 }

@@ -147,25 +147,28 @@ def rows_render(data: dict[str, Any], _out: str) -> list[Row]:
 
 
 def rows_render_peer(data: dict[str, Any], _out: str) -> list[Row]:
-    s = data.get("summary") or {}
-    speed, memory = s.get("pages_per_s_ratio"), s.get("peak_pss_ratio")
+    """Per shard count (`--shards`), ours / Crawlee in pages/s and in peak PSS."""
     versions = data.get("versions") or {}
-    return [
-        [
-            "render-peer",
-            f"pages/s ours / Crawlee {versions.get('crawlee')}",
-            speed,
-            ">= 1.0",
-            _verdict(None if speed is None else speed >= 1.0),
-        ],
-        [
-            "render-peer",
-            "peak PSS ours / Crawlee",
-            memory,
-            "<= 0.5",
-            _verdict(None if memory is None else memory <= 0.5),
-        ],
-    ]
+    rows: list[Row] = []
+    for shards, s in sorted((data.get("summary") or {}).items(), key=lambda kv: int(kv[0])):
+        speed, memory = s.get("pages_per_s_ratio"), s.get("peak_pss_ratio")
+        rows += [
+            [
+                "render-peer",
+                f"{shards} shard(s): pages/s ours / Crawlee {versions.get('crawlee')}",
+                speed,
+                ">= 1.0",
+                _verdict(None if speed is None else speed >= 1.0),
+            ],
+            [
+                "render-peer",
+                f"{shards} shard(s): peak PSS ours / Crawlee",
+                memory,
+                "<= 0.5",
+                _verdict(None if memory is None else memory <= 0.5),
+            ],
+        ]
+    return rows
 
 
 def rows_status(data: dict[str, Any], _out: str) -> list[Row]:

@@ -1,5 +1,6 @@
 """The memory of one side of the benchmark: the summed RSS and PSS of its processes (and of
-its Chromium processes), sampled in a thread, and their peaks."""
+its Chromium processes), sampled in a thread, their peaks, and the PSS of each kind of process
+(`kinds`) when the whole side's PSS peaked."""
 
 from collections.abc import Callable
 from typing import Any
@@ -8,6 +9,7 @@ from bench.bench_render import SAMPLE_SECONDS
 from bench.lib.polling import Poller
 from bench.lib.proc_stats import cmdline, proc_cpu_seconds
 from bench.lib.smaps import smaps_rollup_kib
+from bench.render_peer.kinds import kind_of
 
 
 class SideMemory(Poller):
@@ -25,6 +27,9 @@ class SideMemory(Poller):
         self.processes_seen: set[int] = set()
         self._cpu: dict[int, float] = {}
         self._chromium: dict[int, bool] = {}
+        self._kinds: dict[int, str] = {}
+        # At the sample whose whole PSS was the highest: PSS (MiB) and processes per kind.
+        self.peak_kinds: dict[str, dict[str, float]] = {}
         super().__init__()
 
     def _is_chromium(self, pid: int) -> bool:
@@ -34,8 +39,17 @@ class SideMemory(Poller):
             self._chromium[pid] = known
         return known
 
+    def _kind(self, pid: int) -> str:
+        known = self._kinds.get(pid)
+        if known is None:
+            known = kind_of(pid)
+            if known != "other":  # a shell that execs Chromium (Debian's wrapper) is one soon
+                self._kinds[pid] = known
+        return known
+
     def sample(self) -> None:
         rss = pss = chromium_rss = chromium_pss = 0
+        kinds: dict[str, dict[str, float]] = {}
         for pid in self.pids():
             figures = smaps_rollup_kib(pid)
             if not figures:
@@ -43,6 +57,9 @@ class SideMemory(Poller):
             self.processes_seen.add(pid)
             rss += figures.get("Rss", 0)
             pss += figures.get("Pss", 0)
+            kind = kinds.setdefault(self._kind(pid), {"pss_mib": 0.0, "processes": 0})
+            kind["pss_mib"] += figures.get("Pss", 0) / 1024
+            kind["processes"] += 1
             if self._is_chromium(pid):
                 chromium_rss += figures.get("Rss", 0)
                 chromium_pss += figures.get("Pss", 0)
@@ -50,6 +67,8 @@ class SideMemory(Poller):
             if cpu is not None:
                 self._cpu[pid] = cpu
         self.samples += 1
+        if pss / 1024 > self.peak_pss_mib:
+            self.peak_kinds = kinds
         self.peak_rss_mib = max(self.peak_rss_mib, rss / 1024)
         self.peak_pss_mib = max(self.peak_pss_mib, pss / 1024)
         self.peak_chromium_rss_mib = max(self.peak_chromium_rss_mib, chromium_rss / 1024)
@@ -69,6 +88,7 @@ class SideMemory(Poller):
             "peak_rss_mib": self.peak_rss_mib,
             "peak_chromium_pss_mib": self.peak_chromium_pss_mib,
             "peak_chromium_rss_mib": self.peak_chromium_rss_mib,
+            "peak_pss_by_kind": self.peak_kinds,
             "samples": self.samples,
             "processes_seen": len(self.processes_seen),
         }

@@ -1,18 +1,20 @@
-"""The two sides over the same N pages: ours (`bench_render.measure` in this process) and
-Crawlee's (`crawl.mjs` in a Node subprocess), each sampled meanwhile and its pages checked."""
+"""The two sides over the same N pages, each split into S shards (processes) as a sharded run
+splits its tasks: ours (`bench.render_peer.shard` per shard) and Crawlee's (`crawl.mjs` in a
+Node process per shard), each side's processes sampled together and its pages checked."""
 
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import lxml.html
 
-from bench.bench_render import measure
-from bench.lib.proc_stats import MachineLoad, descendants
+from bench.lib.proc_stats import MachineLoad
+from bench.lib.repo import PYTHON, REPO
 from bench.render_peer.detached_site import DetachedSite
 from bench.render_peer.install import NO_DOWNLOADS
 from bench.render_peer.processes import NodeRun, running
@@ -39,84 +41,155 @@ def _other_cores(load: MachineLoad, seconds: float, own_cpu: float) -> float | N
     return max(0.0, (load.busy_seconds - own_cpu) / seconds)
 
 
-def run_ours(site: DetachedSite, n: int, root: Path) -> dict[str, Any]:
-    """`bench_render.measure` in this process, this process's tree sampled meanwhile; each
-    stored DOM's `<h1>` checked."""
-    me = os.getpid()
+def _slices(n: int, shards: int) -> list[tuple[int, int]]:
+    """Disjoint contiguous (first, count) slices of the N pages, one per shard (as a sharded
+    run's plan cuts its partitions)."""
+    base, extra = divmod(n, shards)
+    slices, first = [], 0
+    for shard in range(shards):
+        count = base + (1 if shard < extra else 0)
+        slices.append((first, count))
+        first += count
+    return slices
+
+
+def _run_all(runs: list[NodeRun], timeout: float) -> list[int | None]:
+    """Wait for every run (together at most `timeout` seconds); their exit codes."""
+    deadline = time.monotonic() + timeout
+    codes: list[int | None] = []
+    for run in runs:
+        try:
+            codes.append(run.proc.wait(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            codes.append(None)
+    return codes
+
+
+def _tree(runs: list[NodeRun]) -> list[int]:
+    return [pid for run in runs for pid in run.pids()]
+
+
+def run_ours(
+    site: DetachedSite,
+    n: int,
+    root: Path,
+    *,
+    shards: int = 1,
+    chromium_args: tuple[str, ...] = (),
+    shard_flags: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Our side in `shards` processes (`bench.render_peer.shard`, each as a sharded run's step:
+    the engine's chain over its slice, in the data folder they share), their trees sampled
+    meanwhile; each stored DOM's `<h1>` checked. Pages/s is N over the slowest shard's chain."""
+    data = root / "data"
     site.reset_requests()
     load = MachineLoad()
     site_cpu0 = site.cpu_seconds()
-    cpu0 = sum(os.times()[:2])
     load.start()
     started = time.perf_counter()
-    with SideMemory(lambda: descendants(me)) as memory:
-        result = measure(n, site.url, root)
-    wall = time.perf_counter() - started
+    runs: list[NodeRun] = []
+    outs: list[Path] = []
+    # Each run's own TMPDIR (short, as Chromium's sockets under it must be): nothing of
+    # another run of the machine is found there.
+    claims = tempfile.mkdtemp(prefix="sfb-", dir="/tmp")
+    env = {**os.environ, "TMPDIR": claims}
+    try:
+        with SideMemory(lambda: _tree(runs)) as memory:
+            for shard, (first, count) in enumerate(_slices(n, shards)):
+                outs.append(root / f"shard-{shard}.json")
+                command = [PYTHON, "-m", "bench.render_peer.shard", str(data), site.url]
+                command += [str(first), str(count), str(outs[-1])]
+                command += [f"--chromium-arg={arg}" for arg in chromium_args]
+                command += shard_flags
+                run = NodeRun(command, REPO, env, root / f"shard-{shard}.log")
+                runs.append(run)
+                running.append(run)
+            codes = _run_all(runs, max(600.0, 2.0 * n))
+        wall = time.perf_counter() - started
+    finally:
+        for run in runs:
+            run.stop()
+            running.remove(run)
+        shutil.rmtree(claims, ignore_errors=True)
     load.stop()
-    own_cpu = sum(os.times()[:2]) - cpu0
-    side_cpu = own_cpu + memory.cpu_seconds(exclude=me)
-    site_cpu = site.cpu_seconds() - site_cpu0
+    if any(code != 0 for code in codes):
+        tail = (root / "shard-0.log").read_bytes()[-3000:].decode(errors="replace")
+        raise RuntimeError(f"a shard of ours failed (exits {codes}):\n{tail}")
+    seconds = max(json.loads(out.read_text())["seconds"] for out in outs)
     right = 0
     for i, url in enumerate(page_urls(site.url, n)):
-        dom = root / "data" / f"r{i:05d}.render"
+        dom = data / f"r{i:05d}.render"
         if not dom.exists():
             continue
         headings = lxml.html.fromstring(dom.read_bytes()).xpath("//h1")
         right += int(bool(headings) and headings[0].text_content().strip() == expected_h1(url))
+    site_cpu = site.cpu_seconds() - site_cpu0
     return {
         "pages": n,
+        "shards": shards,
         "right_h1": right,
-        "pages_per_s": result["pages_per_s"],
-        "seconds": result["seconds"],
-        "images_requested": result["images_requested"],
+        "pages_per_s": n / seconds,
+        "seconds": seconds,
+        "process_seconds": wall,
+        "images_requested": site.requests().get("/app/logo.png", 0),
         "memory": memory.figures(),
-        "cpu_seconds": side_cpu,
-        "other_busy_cores": _other_cores(load, wall, side_cpu + site_cpu),
-        "measure": result,
+        "cpu_seconds": memory.cpu_seconds(),
+        "other_busy_cores": _other_cores(load, wall, memory.cpu_seconds() + site_cpu),
     }
 
 
-def run_crawlee(site: DetachedSite, node_dir: Path, n: int, root: Path) -> dict[str, Any]:
-    """`crawl.mjs` over the N URLs in a Node subprocess, its tree sampled meanwhile; each
-    row's `<h1>` checked."""
+def run_crawlee(
+    site: DetachedSite, node_dir: Path, n: int, root: Path, *, shards: int = 1
+) -> dict[str, Any]:
+    """`crawl.mjs` in `shards` Node processes, each over its slice of the N URLs (Crawlee has
+    no browser shared between processes), their trees sampled meanwhile; each row's `<h1>`
+    checked. Pages/s is N over the slowest process's `crawler.run()`."""
     urls = page_urls(site.url, n)
-    work = root / "crawlee"
-    work.mkdir()
-    (work / "urls.txt").write_text("\n".join(urls) + "\n")
-    out, stats_path, log = work / "out.jsonl", work / "stats.json", work / "node.log"
     env = {
         **os.environ,
         **NO_DOWNLOADS,
-        "CRAWLEE_STORAGE_DIR": str(work / "storage"),
         "CRAWLEE_PERSIST_STORAGE": "false",
         "CRAWLEE_PURGE_ON_START": "true",
         "CHROMIUM_PATH": CHROMIUM,
     }
     node = shutil.which("node") or "/usr/bin/node"
-    command = [node, "crawl.mjs", str(work / "urls.txt"), str(out), str(stats_path)]
     site.reset_requests()
     load = MachineLoad()
     site_cpu0 = site.cpu_seconds()
     load.start()
     started = time.perf_counter()
-    run = NodeRun(command, node_dir, env, log)
-    running.append(run)
+    runs: list[NodeRun] = []
+    works: list[Path] = []
     try:
-        with SideMemory(run.pids) as memory:
-            try:
-                returncode = run.proc.wait(timeout=max(600.0, 2.0 * n))
-            except subprocess.TimeoutExpired:
-                returncode = None
+        with SideMemory(lambda: _tree(runs)) as memory:
+            for shard, (first, count) in enumerate(_slices(n, shards)):
+                work = root / f"crawlee-{shard}"
+                work.mkdir()
+                works.append(work)
+                (work / "urls.txt").write_text("\n".join(urls[first : first + count]) + "\n")
+                command = [node, "crawl.mjs", str(work / "urls.txt"), str(work / "out.jsonl")]
+                command.append(str(work / "stats.json"))
+                shard_env = {**env, "CRAWLEE_STORAGE_DIR": str(work / "storage")}
+                run = NodeRun(command, node_dir, shard_env, work / "node.log")
+                runs.append(run)
+                running.append(run)
+            codes = _run_all(runs, max(600.0, 2.0 * n))
         wall = time.perf_counter() - started
     finally:
-        run.stop()
-        running.remove(run)
+        for run in runs:
+            run.stop()
+            running.remove(run)
     load.stop()
-    if returncode != 0 or not stats_path.exists():
-        tail = log.read_bytes()[-3000:].decode(errors="replace")
-        raise RuntimeError(f"the Crawlee peer failed (exit {returncode}):\n{tail}")
-    stats = json.loads(stats_path.read_text())
-    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    if any(code != 0 for code in codes) or not all((w / "stats.json").exists() for w in works):
+        tail = (works[0] / "node.log").read_bytes()[-3000:].decode(errors="replace")
+        raise RuntimeError(f"the Crawlee peer failed (exits {codes}):\n{tail}")
+    stats = [json.loads((work / "stats.json").read_text()) for work in works]
+    rows = [
+        json.loads(line)
+        for work in works
+        for line in (work / "out.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     wanted = {url: expected_h1(url) for url in urls}
     seen: set[str] = set()
     right = 0
@@ -125,23 +198,28 @@ def run_crawlee(site: DetachedSite, node_dir: Path, n: int, root: Path) -> dict[
         if url in wanted and url not in seen and row.get("h1") == wanted[url]:
             right += 1
         seen.add(url)
+    seconds = max(stat["seconds"] for stat in stats)
     site_cpu = site.cpu_seconds() - site_cpu0
     return {
         "pages": n,
+        "shards": shards,
         "right_h1": right,
         "rows": len(rows),
         "errors": [row for row in rows if row.get("error")][:5],
-        "pages_per_s": n / stats["seconds"],
-        "seconds": stats["seconds"],
+        "pages_per_s": n / seconds,
+        "seconds": seconds,
         "process_seconds": wall,
         "images_requested": site.requests().get("/app/logo.png", 0),
         "memory": memory.figures(),
         "cpu_seconds": memory.cpu_seconds(),
         "other_busy_cores": _other_cores(load, wall, memory.cpu_seconds() + site_cpu),
-        "concurrency": stats.get("concurrency"),
-        "crawlee_stats": {
-            k: stats.get("crawlee", {}).get(k)
-            for k in ("requestsFinished", "requestsFailed", "retryHistogram", "requestsTotal")
-        },
-        "log_tail": log.read_bytes()[-1500:].decode(errors="replace"),
+        "concurrency": [stat.get("concurrency") for stat in stats],
+        "crawlee_stats": [
+            {
+                k: stat.get("crawlee", {}).get(k)
+                for k in ("requestsFinished", "requestsFailed", "retryHistogram", "requestsTotal")
+            }
+            for stat in stats
+        ],
+        "log_tail": (works[0] / "node.log").read_bytes()[-1500:].decode(errors="replace"),
     }

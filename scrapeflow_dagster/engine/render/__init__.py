@@ -5,8 +5,6 @@ reaches nothing by itself, and every request it makes goes through the gate.
 Modules:
     browser: the run's Chromium (Playwright, the `browser` extra), launched unable to reach
         the network by itself, its contexts recycled every N pages.
-    host_browser: one Chromium per host for its runs and shards: who launches it, where the
-        others connect, who still holds a context in it.
     routing: each request the browser makes, answered through `gate.fetch` (address guard,
         robots.txt, host slots, redirects, body cap, proxy) or refused.
     document: one task's stored document rendered: its DOM once loaded and settled.
