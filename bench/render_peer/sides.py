@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -69,6 +68,29 @@ def _tree(runs: list[NodeRun]) -> list[int]:
     return [pid for run in runs for pid in run.pids()]
 
 
+def _run_measured(
+    launches: list[tuple[list[str], Path, dict[str, str], Path]], timeout: float
+) -> tuple[list[int | None], float, SideMemory]:
+    """Start each `(command, cwd, env, log)` as a process group of its own, their trees
+    sampled meanwhile; wait for all (at most `timeout` seconds), then stop every one left.
+    Returns their exit codes (None: timed out), the wall seconds and the memory sampled."""
+    runs: list[NodeRun] = []
+    started = time.perf_counter()
+    try:
+        with SideMemory(lambda: _tree(runs)) as memory:
+            for command, cwd, env, log in launches:
+                run = NodeRun(command, cwd, env, log)
+                runs.append(run)
+                running.append(run)
+            codes = _run_all(runs, timeout)
+        wall = time.perf_counter() - started
+    finally:
+        for run in runs:
+            run.stop()
+            running.remove(run)
+    return codes, wall, memory
+
+
 def run_ours(
     site: DetachedSite,
     n: int,
@@ -86,31 +108,16 @@ def run_ours(
     load = MachineLoad()
     site_cpu0 = site.cpu_seconds()
     load.start()
-    started = time.perf_counter()
-    runs: list[NodeRun] = []
     outs: list[Path] = []
-    # Each run's own TMPDIR (short, as Chromium's sockets under it must be): nothing of
-    # another run of the machine is found there.
-    claims = tempfile.mkdtemp(prefix="sfb-", dir="/tmp")
-    env = {**os.environ, "TMPDIR": claims}
-    try:
-        with SideMemory(lambda: _tree(runs)) as memory:
-            for shard, (first, count) in enumerate(_slices(n, shards)):
-                outs.append(root / f"shard-{shard}.json")
-                command = [PYTHON, "-m", "bench.render_peer.shard", str(data), site.url]
-                command += [str(first), str(count), str(outs[-1])]
-                command += [f"--chromium-arg={arg}" for arg in chromium_args]
-                command += shard_flags
-                run = NodeRun(command, REPO, env, root / f"shard-{shard}.log")
-                runs.append(run)
-                running.append(run)
-            codes = _run_all(runs, max(600.0, 2.0 * n))
-        wall = time.perf_counter() - started
-    finally:
-        for run in runs:
-            run.stop()
-            running.remove(run)
-        shutil.rmtree(claims, ignore_errors=True)
+    launches = []
+    for shard, (first, count) in enumerate(_slices(n, shards)):
+        outs.append(root / f"shard-{shard}.json")
+        command = [PYTHON, "-m", "bench.render_peer.shard", str(data), site.url]
+        command += [str(first), str(count), str(outs[-1])]
+        command += [f"--chromium-arg={arg}" for arg in chromium_args]
+        command += shard_flags
+        launches.append((command, REPO, dict(os.environ), root / f"shard-{shard}.log"))
+    codes, wall, memory = _run_measured(launches, max(600.0, 2.0 * n))
     load.stop()
     if any(code != 0 for code in codes):
         tail = (root / "shard-0.log").read_bytes()[-3000:].decode(errors="replace")
@@ -157,28 +164,18 @@ def run_crawlee(
     load = MachineLoad()
     site_cpu0 = site.cpu_seconds()
     load.start()
-    started = time.perf_counter()
-    runs: list[NodeRun] = []
     works: list[Path] = []
-    try:
-        with SideMemory(lambda: _tree(runs)) as memory:
-            for shard, (first, count) in enumerate(_slices(n, shards)):
-                work = root / f"crawlee-{shard}"
-                work.mkdir()
-                works.append(work)
-                (work / "urls.txt").write_text("\n".join(urls[first : first + count]) + "\n")
-                command = [node, "crawl.mjs", str(work / "urls.txt"), str(work / "out.jsonl")]
-                command.append(str(work / "stats.json"))
-                shard_env = {**env, "CRAWLEE_STORAGE_DIR": str(work / "storage")}
-                run = NodeRun(command, node_dir, shard_env, work / "node.log")
-                runs.append(run)
-                running.append(run)
-            codes = _run_all(runs, max(600.0, 2.0 * n))
-        wall = time.perf_counter() - started
-    finally:
-        for run in runs:
-            run.stop()
-            running.remove(run)
+    launches = []
+    for shard, (first, count) in enumerate(_slices(n, shards)):
+        work = root / f"crawlee-{shard}"
+        work.mkdir()
+        works.append(work)
+        (work / "urls.txt").write_text("\n".join(urls[first : first + count]) + "\n")
+        command = [node, "crawl.mjs", str(work / "urls.txt"), str(work / "out.jsonl")]
+        command.append(str(work / "stats.json"))
+        shard_env = {**env, "CRAWLEE_STORAGE_DIR": str(work / "storage")}
+        launches.append((command, node_dir, shard_env, work / "node.log"))
+    codes, wall, memory = _run_measured(launches, max(600.0, 2.0 * n))
     load.stop()
     if any(code != 0 for code in codes) or not all((w / "stats.json").exists() for w in works):
         tail = (works[0] / "node.log").read_bytes()[-3000:].decode(errors="replace")

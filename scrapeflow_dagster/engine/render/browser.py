@@ -17,7 +17,7 @@ browser that crashed is started again for the next page. And it is kept low by t
 below that cut what a browser costs besides its pages (`MEMORY_ARGS`).
 
 One browser per run (per shard): a browser shared by the host's runs, its shards connecting over
-CDP, was measured (2026-12-06, 2 and 4 shards) at 5-9% less PSS and 30-45% fewer pages per
+CDP, was measured (2 and 4 shards) at 5-9% less PSS and 30-45% fewer pages per
 second (every run's Playwright driver attaches to every page of a shared browser), and it needs
 a DevTools port that any local user could reach: not shipped.
 """
