@@ -1,7 +1,7 @@
 """What earlier runs learned of `render: auto`'s URL patterns, as a run reads it at its first
 `render: auto` page: the copy of DuckDB's `render_choices` that the database's writer publishes
-beside it after each ingest (`engine.history.recording.render_choices`, which `render` may not
-import; the file's name is the same there, and a test holds the two equal).
+beside it after each ingest (`engine.history.recording.render_choices`; both name it by
+`DataLayout.render_choices_path`).
 
 Read from that file, not from DuckDB: DuckDB locks its file for a reader as for a writer, so a
 run reading it would wait for another shard's sync, and hold up the next. A missing file (no
@@ -16,18 +16,17 @@ from typing import Any
 import orjson
 
 from scrapeflow_dagster.engine.render.choice import Known
+from scrapeflow_dagster.engine.state.layout import RENDER_CHOICES_NAME, DataLayout
 from scrapeflow_dagster.engine.state.schema import parse_stamp
 
 logger = logging.getLogger(__name__)
 
-SNAPSHOT_NAME = "render_choices.json"
-# The database lives beside the status folder (`DataLayout`: `<root>/status`,
-# `<root>/scrapeflow.duckdb`), and so does its published copy.
+SNAPSHOT_NAME = RENDER_CHOICES_NAME
 
 
 def snapshot_of(status_dir: Path) -> Path:
     """The published `render_choices` of the data folder whose status folder is `status_dir`."""
-    return Path(status_dir).parent / SNAPSHOT_NAME
+    return DataLayout(Path(status_dir).parent).render_choices_path
 
 
 def load_known(path: Path) -> dict[str, Known]:

@@ -5,6 +5,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA_DIR_ENV = "SCRAPEFLOW_DATA_DIR"
+# Beside the DuckDB file: its `render_choices` as JSON, published by DuckDB's writer for runs
+# to read without DuckDB's lock (`history.recording.render_choices`, `render.choice_store`).
+RENDER_CHOICES_NAME = "render_choices.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,11 @@ class DataLayout:
     def db_path(self) -> Path:
         """The DuckDB file users query."""
         return self.root / "scrapeflow.duckdb"
+
+    @property
+    def render_choices_path(self) -> Path:
+        """The published copy of DuckDB's `render_choices` (`RENDER_CHOICES_NAME`)."""
+        return self.root / RENDER_CHOICES_NAME
 
     @property
     def spool_dir(self) -> Path:

@@ -9,8 +9,8 @@ restores it from the status files, as it does `outputs`).
 Runs read it at their first `render: auto` page, and a run must neither wait for DuckDB's writer
 nor hold the file against it (DuckDB locks the file for a reader too). So whoever holds the
 write lock after an ingest publishes the table as a JSON file beside the database
-(`SNAPSHOT_NAME`, written atomically), and runs read that (`engine.render.choice_store`, which
-names the same file: `render` may not import `history`).
+(`DataLayout.render_choices_path`, written atomically), and runs read that
+(`engine.render.choice_store`).
 """
 
 import logging
@@ -20,12 +20,13 @@ import duckdb
 import orjson
 
 from scrapeflow_dagster.engine.state.atomic import write_bytes_atomic
+from scrapeflow_dagster.engine.state.layout import RENDER_CHOICES_NAME, DataLayout
 from scrapeflow_dagster.engine.state.schema import stamp
 
 logger = logging.getLogger(__name__)
 
-# Beside the DuckDB file; `engine.render.choice_store.SNAPSHOT_NAME` is the same name.
-SNAPSHOT_NAME = "render_choices.json"
+# Beside the DuckDB file (`DataLayout.render_choices_path`, which `render.choice_store` reads).
+SNAPSHOT_NAME = RENDER_CHOICES_NAME
 
 # The shipped `render` executor's outputs (its function's name): an output of any other step
 # costs the ingest no JSON lookup.
@@ -116,7 +117,7 @@ def ingest(conn: duckdb.DuckDBPyConnection) -> None:
 
 def snapshot_path(db_path: Path) -> Path:
     """Where the published copy of `render_choices` of the database `db_path` goes."""
-    return Path(db_path).with_name(SNAPSHOT_NAME)
+    return DataLayout(Path(db_path).parent).render_choices_path
 
 
 def database_path(conn: duckdb.DuckDBPyConnection) -> Path | None:
