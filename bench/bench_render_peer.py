@@ -67,7 +67,9 @@ from bench.render_peer.detached_site import DetachedSite
 from bench.render_peer.install import install_peer
 from bench.render_peer.processes import stopped_on_signals
 from bench.render_peer.report import print_report, print_shards, summarise
-from bench.render_peer.sides import CHROMIUM, run_crawlee, run_ours
+from bench.render_peer.sides import run_crawlee, run_ours
+from scrapeflow_dagster.engine.render.browser import chromium_executable
+from scrapeflow_dagster.engine.settings import RenderSettings
 
 DEFAULT_NODE_DIR = Path("/var/tmp/scrapeflow-bench-crawlee")
 
@@ -100,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="ours: without the browser's MEMORY_ARGS (to measure what they save)",
     )
+    parser.add_argument(
+        "--chromium",
+        default=chromium_executable(RenderSettings()),
+        help="the Chromium both sides drive (default: what `render_chromium_path: auto` picks)",
+    )
     parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as JSON")
     parser.add_argument(
         "--node-dir",
@@ -108,9 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"where the Crawlee peer is installed (default {DEFAULT_NODE_DIR})",
     )
     args = parser.parse_args(argv)
-    if not Path(CHROMIUM).exists():
-        raise SystemExit(f"{CHROMIUM} is missing (on Debian: apt-get install chromium)")
-    versions = install_peer(args.node_dir)
+    if not args.chromium or not Path(args.chromium).exists():
+        raise SystemExit(
+            f"{args.chromium or 'no Chromium'} is missing"
+            " (on Debian: apt-get install chromium-headless-shell)"
+        )
+    versions = {**install_peer(args.node_dir), "chromium": args.chromium}
     flags = (*(["--no-memory-args"] if args.no_memory_args else []),)
     by_shards: dict[int, list[dict[str, dict[str, Any]]]] = {}
     with (
@@ -132,12 +142,18 @@ def main(argv: list[str] | None = None) -> int:
                             args.pages,
                             root,
                             shards=shards,
+                            chromium=args.chromium,
                             chromium_args=tuple(args.chromium_arg),
                             shard_flags=flags,
                         )
                     else:
                         found[side] = run_crawlee(
-                            site, args.node_dir, args.pages, root, shards=shards
+                            site,
+                            args.node_dir,
+                            args.pages,
+                            root,
+                            chromium=args.chromium,
+                            shards=shards,
                         )
                     shown = {k: v for k, v in found[side].items() if k != "log_tail"}
                     print(

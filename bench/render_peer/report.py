@@ -73,7 +73,8 @@ def print_report(
             f"rendering {ours['pages']:,} script-built pages in {shards} shard"
             f"{'s' if shards > 1 else ''}: ours vs Crawlee "
             f"{versions['crawlee']} (Playwright {versions['playwright']}, Node "
-            f"{versions['node']}), {rounds} round{'s' if rounds > 1 else ''}"
+            f"{versions['node']}), {rounds} round{'s' if rounds > 1 else ''},"
+            f" both driving {versions.get('chromium', '/usr/bin/chromium')}"
         ),
     )
     print_kinds(ours["peak_pss_by_kind"], theirs["peak_pss_by_kind"])

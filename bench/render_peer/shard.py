@@ -2,8 +2,8 @@
 chain `scrape`, `render`, `pages` over the pages FIRST..FIRST+COUNT-1 of the benchmark, in the
 data folder every shard shares; its seconds written to OUT as JSON.
 
-    python -m bench.render_peer.shard DATA SITE_URL FIRST COUNT OUT [--chromium-arg ARG]...
-        [--no-memory-args]
+    python -m bench.render_peer.shard DATA SITE_URL FIRST COUNT OUT [--chromium PATH]
+        [--chromium-arg ARG]... [--no-memory-args]
 
 To measure what each part saves (never shipped by this): `--chromium-arg` adds a switch to the
 shipped `CHROMIUM_ARGS`, `--no-memory-args` leaves out `MEMORY_ARGS`.
@@ -20,7 +20,7 @@ from scrapeflow_dagster.engine.executors.render import render
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.render import browser
 from scrapeflow_dagster.engine.run.execute import execute_async
-from scrapeflow_dagster.engine.settings import ScrapeSettings
+from scrapeflow_dagster.engine.settings import AUTO_CHROMIUM, RenderSettings, ScrapeSettings
 from scrapeflow_dagster.site.content.scripted import SCRIPTED_ITEMS
 
 
@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("first", type=int)
     parser.add_argument("count", type=int)
     parser.add_argument("out", type=Path)
+    parser.add_argument("--chromium", default=AUTO_CHROMIUM, help="the Chromium driven")
     parser.add_argument("--chromium-arg", action="append", default=[])
     parser.add_argument("--no-memory-args", action="store_true", help="without MEMORY_ARGS")
     args = parser.parse_args(argv)
@@ -49,7 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     tasks = shard_tasks(args.site_url, args.first, args.count)
     started = time.perf_counter()
     done = asyncio.run(
-        execute_async([scrape, render, pages], args.data, tasks, settings=ScrapeSettings())
+        execute_async(
+            [scrape, render, pages],
+            args.data,
+            tasks,
+            settings=ScrapeSettings(render=RenderSettings(chromium_path=args.chromium)),
+        )
     )
     seconds = time.perf_counter() - started
     args.out.write_text(json.dumps({"seconds": seconds, "succeeded": len(done)}))

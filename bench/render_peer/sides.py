@@ -20,8 +20,6 @@ from bench.render_peer.processes import NodeRun, running
 from bench.render_peer.side_memory import SideMemory
 from scrapeflow_dagster.site.content.scripted import SCRIPTED_ITEMS, item_name
 
-CHROMIUM = "/usr/bin/chromium"
-
 
 def page_urls(site_url: str, n: int) -> list[str]:
     """The N URLs both sides render (as `bench_render.measure` builds them)."""
@@ -97,6 +95,7 @@ def run_ours(
     root: Path,
     *,
     shards: int = 1,
+    chromium: str,
     chromium_args: tuple[str, ...] = (),
     shard_flags: tuple[str, ...] = (),
 ) -> dict[str, Any]:
@@ -114,6 +113,7 @@ def run_ours(
         outs.append(root / f"shard-{shard}.json")
         command = [PYTHON, "-m", "bench.render_peer.shard", str(data), site.url]
         command += [str(first), str(count), str(outs[-1])]
+        command += [f"--chromium={chromium}"]
         command += [f"--chromium-arg={arg}" for arg in chromium_args]
         command += shard_flags
         launches.append((command, REPO, dict(os.environ), root / f"shard-{shard}.log"))
@@ -146,7 +146,7 @@ def run_ours(
 
 
 def run_crawlee(
-    site: DetachedSite, node_dir: Path, n: int, root: Path, *, shards: int = 1
+    site: DetachedSite, node_dir: Path, n: int, root: Path, *, chromium: str, shards: int = 1
 ) -> dict[str, Any]:
     """`crawl.mjs` in `shards` Node processes, each over its slice of the N URLs (Crawlee has
     no browser shared between processes), their trees sampled meanwhile; each row's `<h1>`
@@ -157,7 +157,7 @@ def run_crawlee(
         **NO_DOWNLOADS,
         "CRAWLEE_PERSIST_STORAGE": "false",
         "CRAWLEE_PURGE_ON_START": "true",
-        "CHROMIUM_PATH": CHROMIUM,
+        "CHROMIUM_PATH": chromium,
     }
     node = shutil.which("node") or "/usr/bin/node"
     site.reset_requests()

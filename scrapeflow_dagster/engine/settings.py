@@ -38,18 +38,19 @@ MARKDOWN_EXTRA = "pip install 'scrapeflow-dagster[markdown]'"
 # Where `page_main_content` cuts a page's main text and Markdown when `page_text_max_chars` is
 # 0 (no whole-page text): a bound on a status file, far above an article's main content.
 MAIN_CONTENT_MAX_CHARS = 100_000
-# What installs the browser driver a task marked `render: true` needs (Playwright; the browser
-# is the system's Chromium, never downloaded).
-BROWSER_EXTRA = "pip install 'scrapeflow-dagster[browser]'"
-DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
+# The Chromium a task marked `render: true` is rendered in: `auto`, Debian's headless shell when
+# installed, else its Chromium (`render.browser.CHROMIUM_CANDIDATES`); never downloaded.
+AUTO_CHROMIUM = "auto"
+DEFAULT_CHROMIUM_PATH = AUTO_CHROMIUM
 
 
 @dataclass(frozen=True, slots=True)
 class RenderSettings:
     """How the `render` step renders a page in a browser (`engine.render`)."""
 
-    chromium_path: str = DEFAULT_CHROMIUM_PATH  # the system's Chromium (Debian's package)
-    # Playwright's resource types the page's requests are refused for, never fetched.
+    chromium_path: str = DEFAULT_CHROMIUM_PATH  # a path, or `auto` (the system's, see above)
+    # Resource types (the DevTools protocol's, lower-cased: Playwright's names) the page's
+    # requests are refused for, never fetched.
     blocked_resources: tuple[str, ...] = ("image", "font", "media")
     timeout_seconds: float = 30.0  # the document's load event, at most (then a transient error)
     # Then at most this long for the network to go quiet (no request for 250 ms:

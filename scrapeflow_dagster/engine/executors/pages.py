@@ -255,7 +255,7 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
 
     Raises:
         RenderError: the task is marked `render: true` and no render of it is stored: naming
-            the `browser` extra when it is missing, else the `render` step.
+            the Chromium missing when there is none, else the `render` step.
     """
     try:
         mode = render_mode(status["params"])
@@ -266,7 +266,7 @@ def _rendered(context: Context, key: str, status: StatusData) -> tuple[bytes, st
     output = status.get("render")
     if not is_success(status, "render") or not isinstance(output, dict):
         raise RenderError(
-            browser_missing()
+            browser_missing(context.settings.render)
             or f"the task is marked render: {status['params'].get('render')}, and no render step"
             " ran before pages (the shipped chain has one with SCRAPEFLOW_RENDER=1)"
         )

@@ -56,7 +56,9 @@ async def render(context: Context, key: str, status: StatusData) -> ExecutorOutp
         return {"rendered": False, "reason": f"not a page ({content_type})"}
     browser = context.browser
     if browser is None:
-        raise RenderError(browser_missing() or "this run has no browser to render pages in")
+        raise RenderError(
+            browser_missing(context.settings.render) or "this run has no browser to render pages in"
+        )
     stored_url = scraped.get("final_url") or status["params"]["url"]
     # Judged by the URL's pattern (its host and path, as stored): no request made for a page
     # that is not rendered.

@@ -3,8 +3,10 @@ is there for `pages` and extraction. The browser is one more way out, not an exc
 reaches nothing by itself, and every request it makes goes through the gate.
 
 Modules:
-    browser: the run's Chromium (Playwright, the `browser` extra), launched unable to reach
-        the network by itself, its contexts recycled every N pages.
+    browser: the run's Chromium, launched unable to reach the network by itself, its
+        contexts recycled every N pages.
+    devtools: Chromium driven over its DevTools pipe (commands, answers, events).
+    tab: one page of it: its requests held for the router, its load awaited, its DOM read.
     routing: each request the browser makes, answered through `gate.fetch` (address guard,
         robots.txt, host slots, redirects, body cap, proxy) or refused.
     document: one task's stored document rendered: its DOM once loaded and settled.

@@ -7,7 +7,8 @@ import time
 from typing import NamedTuple
 
 from scrapeflow_dagster.engine.errors import TransientRenderError
-from scrapeflow_dagster.engine.render.browser import RunBrowser, first_line
+from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.render.devtools import BrowserError
 from scrapeflow_dagster.engine.render.routing import Document, GateRouter, RequestLog
 from scrapeflow_dagster.engine.run.context import Context
 
@@ -39,47 +40,46 @@ async def render_document(
         TransientRenderError: the document's load event did not come within the settings'
             `timeout_seconds`, or the browser failed meanwhile.
     """
-    from playwright.async_api import Error as PlaywrightError
-    from playwright.async_api import TimeoutError as PlaywrightTimeout
-
     settings = context.settings.render
     started = time.monotonic()
-    async with browser.page() as page:
-        router = GateRouter(
-            context,
-            document,
-            trust=trust,
-            blocked_types=frozenset(settings.blocked_resources),
-            main_frame=page.main_frame,
-        )
-        await page.route("**/*", router.handle)
-        try:
+    try:
+        async with browser.page() as page:
+            router = GateRouter(
+                context,
+                document,
+                trust=trust,
+                blocked_types=frozenset(settings.blocked_resources),
+                main_frame_id=page.main_frame_id,
+            )
+            page.intercept(router.handle)
             try:
-                await page.goto(
-                    document.url, wait_until="load", timeout=settings.timeout_seconds * 1000
-                )
-            except PlaywrightTimeout:
-                raise TransientRenderError(
-                    f"the page did not load within {settings.timeout_seconds:g} s in the browser"
-                ) from None
-            except PlaywrightError as exc:
-                raise TransientRenderError(
-                    f"the browser could not load the page: {first_line(exc)}"
-                ) from None
-            # The quiet is counted from the load event on: a request its scripts began just
-            # before it may reach the router after it (measured: 1 page in 2,000 under load
-            # was read before its content's fetch arrived).
-            router.last_activity = asyncio.get_running_loop().time()
-            settled = await _settle(router, settings.settle_seconds)
-            try:
-                html = await page.content()
-            except PlaywrightError as exc:
-                raise TransientRenderError(
-                    f"the rendered page could not be read: {first_line(exc)}"
-                ) from None
-            final_url = page.url
-        finally:
-            router.cancel_pending()
+                try:
+                    await page.goto(document.url, settings.timeout_seconds)
+                except TimeoutError:
+                    raise TransientRenderError(
+                        f"the page did not load within {settings.timeout_seconds:g} s in the"
+                        " browser"
+                    ) from None
+                except BrowserError as exc:
+                    raise TransientRenderError(
+                        f"the browser could not load the page: {exc}"
+                    ) from None
+                # The quiet is counted from the load event on: a request its scripts began
+                # just before it may reach the router after it (measured: 1 page in 2,000
+                # under load was read before its content's fetch arrived).
+                router.last_activity = asyncio.get_running_loop().time()
+                settled = await _settle(router, settings.settle_seconds)
+                try:
+                    html = await page.content()
+                except BrowserError as exc:
+                    raise TransientRenderError(
+                        f"the rendered page could not be read: {exc}"
+                    ) from None
+                final_url = page.url
+            finally:
+                router.cancel_pending()
+    except BrowserError as exc:  # the browser failed to open the page (crashed meanwhile)
+        raise TransientRenderError(f"the browser failed: {exc}") from None
     return Rendered(html, final_url, settled, router.log, time.monotonic() - started)
 
 

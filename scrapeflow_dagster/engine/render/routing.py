@@ -26,6 +26,8 @@ from yarl import URL
 from scrapeflow_dagster.engine.errors import HttpStatusError, ScrapeError
 from scrapeflow_dagster.engine.gate.fetch import fetch
 from scrapeflow_dagster.engine.redact import redact
+from scrapeflow_dagster.engine.render.devtools import BrowserError
+from scrapeflow_dagster.engine.render.tab import PausedRequest
 from scrapeflow_dagster.engine.run.context import Context
 from scrapeflow_dagster.engine.state.trust import TRUST
 
@@ -73,7 +75,7 @@ class RequestLog:
 
 
 class GateRouter:
-    """The route handler of one page (`page.route("**/*", router.handle)`)."""
+    """The request handler of one page (`page.intercept(router.handle)`)."""
 
     def __init__(
         self,
@@ -82,13 +84,13 @@ class GateRouter:
         *,
         trust: str,
         blocked_types: frozenset[str],
-        main_frame: Any,
+        main_frame_id: str,
     ) -> None:
         self.context = context
         self.document = document
         self.trust = trust
         self.blocked_types = blocked_types
-        self.main_frame = main_frame
+        self.main_frame_id = main_frame_id
         self.log = RequestLog()
         self._document_served = False
         self._origin = _origin(document.url)
@@ -102,48 +104,54 @@ class GateRouter:
         self._fetches: set[asyncio.Task[Any]] = set()
         self._done = False
 
-    async def handle(self, route: Any) -> None:
-        """Answer one request (Playwright's `Route`) through the gate, or refuse it."""
+    async def handle(self, request: PausedRequest) -> None:
+        """Answer one request the page's browser holds through the gate, or refuse it."""
         loop = asyncio.get_running_loop()
         self.in_flight += 1
         self.last_activity = loop.time()
         try:
-            await self._answer(route)
+            await self._answer(request)
         finally:
             self.in_flight -= 1
             self.last_activity = loop.time()
 
-    async def _answer(self, route: Any) -> None:
+    async def _answer(self, request: PausedRequest) -> None:
         if self._done:
-            await _quietly(route.abort("aborted"))  # the page is being closed
+            await _quietly(request.abort("aborted"))  # the page is being closed
             return
-        request = route.request
         url = request.url
-        if request.is_navigation_request() and request.frame == self.main_frame:
+        if request.is_main_navigation():
             if not self._document_served and url == self.document.url:
                 self._document_served = True
                 headers = {"content-type": self.document.content_type}
-                await _quietly(route.fulfill(status=200, headers=headers, body=self.document.body))
+                await _quietly(request.fulfill(200, headers, self.document.body))
             else:
                 # The page leaving its document (a script's location change, a meta refresh):
                 # the rendered page is the task's own.
                 self.log.refuse(
                     url, "navigation away from the rendered document", method=request.method
                 )
-                await _quietly(route.abort("blockedbyclient"))
+                await _quietly(request.abort("blockedbyclient"))
+            return
+        if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
+            # A CORS preflight (the browser's own: no script may set that header) is answered
+            # here, allowing what it asks, as Playwright answers it: the request it clears comes
+            # next and meets the method policy and the gate like any other, named in the
+            # refusals by its own method.
+            await _quietly(request.fulfill(204, _preflight_allowed(request.headers), b""))
             return
         if request.resource_type in self.blocked_types:
             self.log.blocked += 1
-            await _quietly(route.abort("blockedbyclient"))
+            await _quietly(request.abort("blockedbyclient"))
             return
         method = request.method
         refusal = self._method_refusal(method, url)
         if refusal is not None:
             self.log.refuse(url, refusal, method=method)
-            await _quietly(route.abort("blockedbyclient"))
+            await _quietly(request.abort("blockedbyclient"))
             return
         # Forwarded, never kept: the body goes out with this request only.
-        data = None if method in ALWAYS_SENT else request.post_data_buffer
+        data = None if method in ALWAYS_SENT else request.post_data
         headers = _forwarded(request.headers, url, with_body=data is not None)
         params = {TRUST: self.trust, "url": url, "headers": headers}
         context = self.context if method in _IDEMPOTENT else self._once()
@@ -155,16 +163,16 @@ class GateRouter:
         except asyncio.CancelledError:
             if not fetching.cancelled():
                 raise  # this handler itself is being cancelled
-            await _quietly(route.abort("aborted"))  # the page is done
+            await _quietly(request.abort("aborted"))  # the page is done
             return
         except HttpStatusError as exc:
             # An answer all the same: the page's scripts see its status.
             self.log.fetched += 1
-            await _quietly(route.fulfill(status=exc.status, body=b""))
+            await _quietly(request.fulfill(exc.status, {}, b""))
             return
         except ScrapeError as exc:
             self.log.refuse(url, str(exc), method=method)
-            await _quietly(route.abort("blockedbyclient"))
+            await _quietly(request.abort("blockedbyclient"))
             return
         finally:
             self._fetches.discard(fetching)
@@ -174,7 +182,7 @@ class GateRouter:
             for name, value in fetched.headers.items()
             if name.lower() not in _DROPPED_ANSWER_HEADERS
         }
-        await _quietly(route.fulfill(status=fetched.status, headers=headers, body=fetched.body))
+        await _quietly(request.fulfill(fetched.status, headers, fetched.body))
 
     def _method_refusal(self, method: str, url: str) -> str | None:
         """Why a request of `method` to `url` is not sent (its method not listed for its
@@ -208,6 +216,18 @@ class GateRouter:
         self._done = True
         for fetching in self._fetches:
             fetching.cancel()
+
+
+def _preflight_allowed(headers: dict[str, str]) -> dict[str, str]:
+    """The answer headers that clear a CORS preflight's request (its origin, method, headers)."""
+    allowed = {
+        "access-control-allow-origin": headers.get("origin", "*"),
+        "access-control-allow-methods": headers.get("access-control-request-method", "GET"),
+        "access-control-allow-credentials": "true",
+    }
+    if "access-control-request-headers" in headers:
+        allowed["access-control-allow-headers"] = headers["access-control-request-headers"]
+    return allowed
 
 
 def _origin(url: str) -> URL | None:
@@ -245,9 +265,7 @@ def referer_for(referer: str, url: str) -> str | None:
 
 
 async def _quietly(action: Any) -> None:
-    """Run a route's answer; a page closed meanwhile (its render timed out) makes it fail, which
-    changes nothing."""
-    from playwright.async_api import Error as PlaywrightError
-
-    with contextlib.suppress(PlaywrightError):
+    """Run a request's answer; a page closed meanwhile (its render timed out) makes it fail,
+    which changes nothing."""
+    with contextlib.suppress(BrowserError):
         await action

@@ -1,15 +1,19 @@
-"""What the run's browser costs besides its pages (`browser.MEMORY_ARGS`), with the real Chromium:
-no omnibox WebUI renderer, one renderer for a site's pages open at once in a context, and
-Playwright's own feature switches still in force under ours (Chromium keeps only the last
-`--disable-features`)."""
+"""What the run's browser costs besides its pages (`browser.MEMORY_ARGS`), with the real Chromium
+(each installed one `render_chromium_path: auto` may pick): no driver process, no omnibox WebUI
+renderer, one renderer for a site's pages open at once in a context, automation's feature
+switches in force beside the memory ones; and a run killed takes its browser with it."""
 
 import asyncio
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.render.browser import CHROMIUM_CANDIDATES, RunBrowser
+from scrapeflow_dagster.engine.render.tab import PausedRequest
 from scrapeflow_dagster.engine.settings import RenderSettings
 from scrapeflow_dagster.site.server import LocalSite
 
@@ -54,52 +58,111 @@ def _features(argv: list[str], switch: str) -> set[str]:
     return {name for value in values for name in value.split(",") if name}
 
 
+INSTALLED = [path for path in CHROMIUM_CANDIDATES if os.access(path, os.X_OK)]
+
+
+async def _fulfill_h1(request: PausedRequest) -> None:
+    await request.fulfill(200, {"content-type": "text/html"}, b"<h1>x</h1>")
+
+
+@pytest.mark.parametrize("chromium", INSTALLED)
 async def test_a_sites_pages_share_one_renderer_and_no_webui_renderer_runs(
-    site: LocalSite,
+    site: LocalSite, chromium: str
 ) -> None:
-    browser = RunBrowser(RenderSettings(), user_agent="test")
+    browser = RunBrowser(RenderSettings(chromium_path=chromium), user_agent="test")
     try:
         async with browser.page() as first:
             async with browser.page() as second, browser.page() as third:
                 pages = (first, second, third)
                 for n, page in enumerate(pages):
-                    await page.route("**/*", lambda route: route.fulfill(body=b"<h1>x</h1>"))
-                    await page.goto(site.url(f"/app/item/{n}"))
+                    page.intercept(_fulfill_h1)
+                    await page.goto(site.url(f"/app/item/{n}"), 10)
                 await asyncio.sleep(0.5)
                 renderers = _renderers()
+                below = [argv for pid in _tree(os.getpid()) if (argv := _argv(pid))]
         # The omnibox popup's WebUI (the new headless mode's top chrome): not built.
         assert not [argv for argv in renderers if "--top-chrome-webui" in argv]
         # Three pages of one site in one context: one renderer, no spare one beside it.
         assert len(renderers) == 1
+        # No driver process between the run and its browser, no GPU or network process.
+        assert not [argv for argv in below if argv[0].endswith("node")]
+        chromium = [argv for argv in below if "chromium" in argv[0]]
+        assert {"browser", "renderer", "zygote"} <= {_kind(argv) for argv in chromium}
+        assert not [argv for argv in chromium if _kind(argv) == "gpu-process"]
+        assert not [
+            argv for argv in chromium if "--utility-sub-type=network.mojom.NetworkService" in argv
+        ]
     finally:
         await browser.aclose()
 
 
-async def test_playwrights_own_feature_switches_stay_in_force_under_ours() -> None:
-    from playwright.async_api import async_playwright
+def _kind(argv: list[str]) -> str:
+    types = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--type=")]
+    if types:
+        return types[0]
+    return "browser"
 
-    async with async_playwright() as playwright:
-        bare = await playwright.chromium.launch(executable_path=RenderSettings().chromium_path)
-        try:
-            page = await bare.new_page()
-            await page.set_content("<p>x</p>")
-            # A page's renderer (a spare one beside it is started alike).
-            argv = next(argv for argv in _renderers() if "--top-chrome-webui" not in argv)
-            playwrights_off = _features(argv, "--disable-features")
-            playwrights_on = _features(argv, "--enable-features")
-        finally:
-            await bare.close()
-    assert "ThirdPartyStoragePartitioning" in playwrights_off  # what Playwright turns off
 
+async def test_the_features_automation_turns_off_are_off_in_the_pages_renderer() -> None:
     browser = RunBrowser(RenderSettings(), user_agent="test")
     try:
         async with browser.page() as page:
-            await page.set_content("<p>x</p>")
+            page.intercept(_fulfill_h1)
+            await page.goto("http://example.test/", 10)
             argv = _renderers()[0]
     finally:
         await browser.aclose()
-    assert playwrights_off | {"WebUIOmniboxPopup"} <= _features(argv, "--disable-features")
-    assert playwrights_on <= _features(argv, "--enable-features")
+    # Chromium keeps only the last `--disable-features`: automation's and memory's in one.
+    disabled = _features(argv, "--disable-features")
+    assert {"HttpsUpgrades", "ThirdPartyStoragePartitioning", "WebUIOmniboxPopup"} <= disabled
+
+
+_HOLD_A_PAGE = """
+import asyncio, sys
+from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.settings import RenderSettings
+
+async def main():
+    browser = RunBrowser(RenderSettings(chromium_path=sys.argv[1]), user_agent="test")
+    async with browser.page():
+        print(browser.pid, flush=True)
+        await asyncio.sleep(120)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("chromium", INSTALLED)
+def test_a_run_killed_takes_its_browser_with_it(chromium: str) -> None:
+    """SIGKILL leaves the run no time to close anything: its browser, whose DevTools pipe
+    closes with the run, quits with its whole process group."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_A_PAGE, chromium], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        browser_pid = int(holder.stdout.readline())
+        assert _group(browser_pid)  # the browser, its zygotes, the page's renderer
+    finally:
+        holder.kill()
+        holder.wait()
+    deadline = time.monotonic() + 15
+    while _group(browser_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _group(browser_pid)
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (zombies are not)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from scrapeflow_dagster.engine.executors.pages import pages
 from scrapeflow_dagster.engine.executors.render import render
 from scrapeflow_dagster.engine.executors.scrape import scrape
 from scrapeflow_dagster.engine.render.browser import RunBrowser
+from scrapeflow_dagster.engine.render.devtools import BrowserError
 from scrapeflow_dagster.engine.run.execute import execute_async
 from scrapeflow_dagster.engine.settings import RenderSettings, ScrapeSettings
 from scrapeflow_dagster.engine.state.files import load_status
@@ -100,6 +101,18 @@ async def test_a_task_marked_render_without_a_render_step_fails_naming_it(
     assert "render" in error and "SCRAPEFLOW_RENDER=1" in error
 
 
+async def test_a_chromium_not_installed_fails_the_render_naming_it(
+    site: LocalSite, tmp_path: Path
+) -> None:
+    settings = ScrapeSettings(render=RenderSettings(chromium_path="/nowhere/chromium"))
+    tasks = {"shop": {"url": site.url("/app/"), "render": True}}
+    assert await execute_async(CHAIN, tmp_path / "data", tasks, settings=settings) == []
+    status = _status(tmp_path / "data", "shop")
+    assert status["scrape_status"] == "SUCCESS"
+    assert "/nowhere/chromium is not installed" in status["render_status"]
+    assert "render_chromium_path" in status["render_status"]
+
+
 async def test_a_public_pages_script_cannot_reach_an_internal_address(
     public_host: PublicHost,  # noqa: F811
     site: LocalSite,
@@ -121,16 +134,16 @@ async def test_a_public_pages_script_cannot_reach_an_internal_address(
 
 
 async def test_the_browser_reaches_nothing_by_itself(site: LocalSite) -> None:
-    """A page of the run's browser with no route (nothing intercepted): its navigation to the
-    local site fails, by name and by address, and the site sees no request."""
-    from playwright.async_api import Error as PlaywrightError
-
+    """A page of the run's browser with its interception turned off (nothing held for the
+    gate): its navigation to the local site fails, by name and by address, and the site sees
+    no request."""
     browser = RunBrowser(RenderSettings(), user_agent="test")
     try:
         for url in (site.url("/page/1"), site.url("/page/2").replace("127.0.0.1", "localhost")):
             async with browser.page() as page:
-                with pytest.raises(PlaywrightError, match="ERR_"):
-                    await page.goto(url, timeout=10_000)
+                await page.pipe.send("Fetch.disable", None, page.session_id)
+                with pytest.raises(BrowserError, match="ERR_(PROXY|NAME)"):
+                    await page.goto(url, timeout=10)
     finally:
         await browser.aclose()
     assert not {"/page/1", "/page/2"} & set(await _requests(site))
