@@ -8,8 +8,8 @@ The bundled site runs in a process of its own; this process runs the engine's ch
 `render`, `pages`) over N tasks, each a script-built page of `/app/item/{i}` (`?n=` keeps the N
 URLs distinct; each page fetches its script and its JSON through the gate, its image refused),
 with the shipped render settings (`pages_at_once`, `pages_per_context`). A thread samples, every
-0.5 s, the summed RSS and PSS (/proc/<pid>/smaps_rollup) of the browser's tree (Playwright's
-driver and every Chromium process below this one) and counts the pages rendered so far.
+0.5 s, the summed RSS and PSS (/proc/<pid>/smaps_rollup) of the browser's tree (every
+Chromium process below this one) and counts the pages rendered so far.
 
 Printed: pages/s; the browser tree's PSS at its highest in each quarter of the pages (flat:
 the last quarter's peak at most 1.25x the first's, printed as PASS or FAIL, nothing asserted);

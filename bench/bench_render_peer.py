@@ -28,12 +28,14 @@ over a contiguous slice, as a sharded run's steps are.
   and Playwright (versions pinned in its `package.json`) are installed once by this benchmark
   with npm (install scripts off, no browser downloaded) into `--node-dir` (default
   `/var/tmp/scrapeflow-bench-crawlee`), reused while `package.json` is unchanged. Both sides
-  drive the system's `/usr/bin/chromium`.
+  drive the same Chromium: `--chromium`, by default the one ours picks
+  (`render_chromium_path: auto`: Debian's headless shell when installed, which is also what
+  Playwright runs headless when it downloads its browsers; else `/usr/bin/chromium`).
 
 While each side runs, a thread here samples every 0.5 s the summed RSS and PSS
 (/proc/<pid>/smaps_rollup) of that side's whole process trees: ours is the shard processes
-(the engine, Playwright's Python client) with their Playwright Node drivers and every Chromium
-process below them; Crawlee's is its Node processes and every Chromium process below them. The
+(the engine, driving its browser over the DevTools pipe) and every Chromium process below
+them; Crawlee's is its Node processes and every Chromium process below them. The
 peaks of those sums are the figures compared, and at each side's peak its PSS per kind of
 process (python, node, Chromium's browser, renderers, the WebUI renderer, GPU, network and
 storage utilities, zygotes: `render_peer/kinds.py`). Node processes are stopped with SIGTERM,

@@ -92,8 +92,9 @@ BASE_ARGS = {
     # One timed pass per extractor (~1 min with the peers' venvs built, ~2 min more the first
     # time they are), then the change digests on 20 changing pages over a site week.
     "main-content": ["--rounds", "1"],
-    # The issue's goal is per shard count: one, two and four shards side by side.
-    "render-peer": ["--shards", "1,2,4"],
+    # The issue's goal is per shard count: one, two and four shards side by side, over 2,000
+    # pages (~25 min).
+    "render-peer": ["--pages", "2000", "--shards", "1,2,4"],
     # Postgres keeps its own disk; the homes and scrapeflow's data go to tmpfs.
     "postgres": ["--tmp-dir", SHM] if Path(SHM).is_dir() else [],
     "scale": ["--only", "scale"] + (["--tmp-dir", SHM] if Path(SHM).is_dir() else []),

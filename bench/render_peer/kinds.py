@@ -30,7 +30,7 @@ def process_kind(command: str) -> str:
     if "chromium" in program or "chrome" in program:
         return _chromium_kind(command)
     if program.endswith("node") or "/node " in f"{program} ":
-        return "node"  # ours: Playwright's driver (`run-driver`); Crawlee's: its crawler
+        return "node"  # Crawlee's crawler (ours has none since it drives Chromium itself)
     if "python" in program:
         return "python"
     return "other"

@@ -35,7 +35,9 @@ class SideMemory(Poller):
     def _is_chromium(self, pid: int) -> bool:
         known = self._chromium.get(pid)
         if known is None:
-            known = "chromium" in cmdline(pid)
+            # By its program (or the script a shell runs: Debian's wrappers), not its
+            # arguments: our shards name the Chromium they drive (`--chromium=...`).
+            known = "chromium" in " ".join(cmdline(pid).split(" ")[:3])
             self._chromium[pid] = known
         return known
 

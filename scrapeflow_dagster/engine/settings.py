@@ -58,8 +58,9 @@ class RenderSettings:
     # marked `settled: false`.
     settle_seconds: float = 3.0
     # A browser context (cookies, cache, the renderer's memory) serves this many pages, then a
-    # fresh one takes over: what keeps a long run's memory flat.
-    pages_per_context: int = 50
+    # fresh one takes over: what keeps a long run's memory flat (its renderer grows by about a
+    # MiB a page: 20 is the peak of 50 less 30-40 MiB, at no fewer pages a second).
+    pages_per_context: int = 20
     # Pages open at once in the run's browser (the others wait): each is a renderer's memory.
     pages_at_once: int = 4
     # Methods besides GET and HEAD (always sent) a page's scripts may send through the gate, to

@@ -43,6 +43,8 @@ from scrapeflow_dagster.engine.settings import AUTO_CHROMIUM, RenderSettings
 
 logger = logging.getLogger(__name__)
 
+# A page left for a blank one before its next document: within this long, else closed.
+_BLANK_SECONDS = 5.0
 # What `render_chromium_path: auto` drives, the first found: Debian's headless shell, then its
 # Chromium.
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
@@ -145,12 +147,14 @@ def browser_missing(settings: RenderSettings | None = None) -> str | None:
 
 
 class _Pool:
-    """One browser context and how many of its pages are out or were served."""
+    """One browser context, how many of its pages are out or were served, and its pages kept
+    blank for the next documents."""
 
     def __init__(self, context_id: str) -> None:
         self.context_id = context_id
         self.served = 0
         self.open = 0
+        self.idle: list[BrowserPage] = []
 
 
 class RunBrowser:
@@ -219,7 +223,14 @@ class RunBrowser:
                     await self._dispose(retired)
             if self._pool is None:
                 created = await pipe.send("Target.createBrowserContext", {"disposeOnDetach": True})
-                self._pool = _Pool(created["browserContextId"])
+                context_id = created["browserContextId"]
+                # A page's download (a link it clicks, an answer it is given to save) is
+                # never saved.
+                await pipe.send(
+                    "Browser.setDownloadBehavior",
+                    {"behavior": "deny", "browserContextId": context_id},
+                )
+                self._pool = _Pool(context_id)
             self._pool.served += 1
             self._pool.open += 1
             return pipe, self._pool
@@ -253,17 +264,36 @@ class RunBrowser:
         try:
             pipe, pool = await self._current()
             try:
-                page = await BrowserPage.open(pipe, pool.context_id, self.user_agent)
+                if pool.idle:
+                    page = pool.idle.pop()
+                else:
+                    page = await BrowserPage.open(pipe, pool.context_id, self.user_agent)
             except BaseException:
                 await self._release(pool)
                 raise
             try:
                 yield page
             finally:
-                await page.close()
+                await self._keep_or_close(pool, page)
                 await self._release(pool)
         finally:
             self._open_pages.release()
+
+    async def _keep_or_close(self, pool: _Pool, page: BrowserPage) -> None:
+        """Keep `page` for its context's next document, left blank (a page is a target to
+        create and attach, and its first document a renderer process of its own before the
+        site's: measured, one more renderer at most moments), or close it when it crashed or
+        its context is retired."""
+        if page.usable and pool is self._pool:
+            try:
+                await page.blank(_BLANK_SECONDS)
+            except (BrowserError, TimeoutError):
+                pass
+            else:
+                if pool is self._pool:  # still current once blank
+                    pool.idle.append(page)
+                    return
+        await page.close()
 
     async def _close_browser(self) -> None:
         pipe, self._pipe = self._pipe, None

@@ -70,7 +70,12 @@ async def render_document(
                 router.last_activity = asyncio.get_running_loop().time()
                 settled = await _settle(router, settings.settle_seconds)
                 try:
-                    html = await page.content()
+                    async with asyncio.timeout(settings.timeout_seconds):
+                        html = await page.content()
+                except TimeoutError:
+                    raise TransientRenderError(
+                        f"the rendered page could not be read within {settings.timeout_seconds:g} s"
+                    ) from None
                 except BrowserError as exc:
                     raise TransientRenderError(
                         f"the rendered page could not be read: {exc}"

@@ -1,7 +1,7 @@
 """What a rendered page opens by itself, outside requests the gate sees: WebRTC's UDP (STUN)
-and TCP (TURN), preconnects, DNS prefetches, prefetches and speculation rules. A public page
-(served from a network namespace) aims them all at listeners on this machine's loopback, and
-the listeners hear nothing.
+and TCP (TURN), a WebSocket, preconnects, DNS prefetches, prefetches and speculation rules. A
+public page (served from a network namespace) aims them all at listeners on this machine's
+loopback, and the listeners hear nothing.
 """
 
 import asyncio
@@ -40,6 +40,8 @@ const pc = new RTCPeerConnection({{iceServers: [
   {{urls: 'turn:127.0.0.1:{tcp}?transport=tcp', username: 'u', credential: 'p'}},
 ]}});
 pc.createDataChannel('probe');
+const ws = new WebSocket('ws://127.0.0.1:{tcp}/socket');
+ws.onerror = () => {{ out.textContent += ' ws-failed'; }};
 pc.createOffer()
   .then(offer => pc.setLocalDescription(offer))
   .then(() => {{ out.textContent += ' offered'; }}, e => {{ out.textContent += ' ' + e; }});
@@ -117,7 +119,8 @@ async def test_a_public_pages_webrtc_and_preconnects_reach_nothing(
     status = load_status(tmp_path / "data", "doors")
     assert status is not None
     # The page did gather: its offer was made and set (the WebRTC code ran, the door was tried).
-    assert "webrtc: offered" in status["pages"]["text_start"]
+    assert "offered" in status["pages"]["text_start"]
+    assert "ws-failed" in status["pages"]["text_start"]  # the WebSocket was tried, and failed
     assert status["render"]["fetched"] >= 10  # the ticks, through the gate
     # The prefetch is a request like any other: the gate refused it (a public page, loopback).
     assert [r["url"] for r in status["render"]["refusals"]] == [
