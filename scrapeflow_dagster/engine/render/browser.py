@@ -34,6 +34,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from scrapeflow_dagster.engine.errors import RenderError
 from scrapeflow_dagster.engine.render.choice import RenderChoices
@@ -72,6 +73,8 @@ CHROMIUM_ARGS = (
 # What an automated headless browser is launched with (Playwright's switches, 1.65): no first
 # run, no background throttling of pages a crawl keeps in the background, no crash reporter,
 # no sandbox (a page is data here, every request of it answered by the gate; as Playwright).
+# Unlike Playwright, the popup blocker stays on: a crawl makes no user gesture, so a page's
+# `window.open` is refused (a popup's requests would be nobody's to intercept).
 HEADLESS_ARGS = (
     "--headless",
     "--no-sandbox",
@@ -88,7 +91,6 @@ HEADLESS_ARGS = (
     "--disable-component-extensions-with-background-pages",
     "--disable-hang-monitor",
     "--disable-ipc-flooding-protection",
-    "--disable-popup-blocking",
     "--disable-prompt-on-repost",
     "--disable-search-engine-choice-screen",
     "--allow-pre-commit-input",
@@ -123,6 +125,9 @@ MEMORY_ARGS: tuple[str, ...] = (
     "--process-per-site",
     # No GPU process: with --disable-gpu it only composited in software, as the browser can.
     "--in-process-gpu",
+    # No second zygote: it forks the unsandboxed utility processes, and with the network
+    # service and the GPU in the browser there are none (a zygote's 15 MiB PSS).
+    "--no-unsandboxed-zygote",
 )
 
 
@@ -180,6 +185,7 @@ class RunBrowser:
         self._retiring: list[_Pool] = []
         self._lock = asyncio.Lock()
         self._open_pages = asyncio.Semaphore(settings.pages_at_once)
+        self._background: set[asyncio.Task[None]] = set()  # popups being closed
         # What the run learned of its URL patterns (`render: auto` tasks).
         self.choices = RenderChoices(wait_guard)
 
@@ -204,19 +210,46 @@ class RunBrowser:
         args = [*HEADLESS_ARGS, *CHROMIUM_ARGS, *MEMORY_ARGS, f"--user-data-dir={self._profile}"]
         try:
             self._pipe = await DevToolsPipe.launch(executable, args)
-        except BrowserError as exc:
-            await self._close_browser()
+        except BaseException as exc:
+            await asyncio.shield(self._close_browser())  # its profile too
+            if not isinstance(exc, BrowserError):
+                raise
             raise RenderError(
                 f"the browser at {executable} did not start ({exc}); on Debian:"
                 " apt-get install chromium-headless-shell"
             ) from None
+        # Popups: the headless shell has no popup blocker, and a popup's requests would be
+        # nobody's to hold (they go to the nowhere proxy): each is closed as it opens.
+        self._pipe.on("", self._browser_event)
+        try:
+            await self._pipe.send(
+                "Target.setDiscoverTargets", {"discover": True, "filter": [{"type": "page"}]}
+            )
+        except BrowserError as exc:
+            await self._close_browser()
+            raise RenderError(f"the browser at {executable} failed at its start ({exc})") from None
         return self._pipe
+
+    def _browser_event(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Target.targetCreated" and params["targetInfo"].get("openerId"):
+            target_id = params["targetInfo"]["targetId"]
+            task = asyncio.ensure_future(self._close_popup(target_id))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _close_popup(self, target_id: str) -> None:
+        if self._pipe is not None:
+            with contextlib.suppress(BrowserError):
+                await self._pipe.send("Target.closeTarget", {"targetId": target_id})
 
     async def _current(self) -> tuple[DevToolsPipe, _Pool]:
         async with self._lock:
             pipe = await self._ensure_browser()
             if self._pool is not None and self._pool.served >= self.settings.pages_per_context:
                 retired, self._pool = self._pool, None
+                for idle in retired.idle:  # closed with their context
+                    idle.forget()
+                retired.idle.clear()
                 if retired.open:
                     self._retiring.append(retired)  # closed when its last page is
                 else:  # nothing would close it before the run ends: a context kept alive
@@ -246,7 +279,7 @@ class RunBrowser:
         pool.open -= 1
         if pool.open == 0 and pool in self._retiring:
             self._retiring.remove(pool)
-            await self._dispose(pool)
+            await asyncio.shield(self._dispose(pool))
 
     @contextlib.asynccontextmanager
     async def page(self) -> AsyncIterator[BrowserPage]:
@@ -264,36 +297,53 @@ class RunBrowser:
         try:
             pipe, pool = await self._current()
             try:
-                if pool.idle:
-                    page = pool.idle.pop()
-                else:
-                    page = await BrowserPage.open(pipe, pool.context_id, self.user_agent)
+                page = self._idle_page(pool) or await BrowserPage.open(
+                    pipe, pool.context_id, self.user_agent
+                )
             except BaseException:
                 await self._release(pool)
                 raise
             try:
                 yield page
             finally:
-                await self._keep_or_close(pool, page)
-                await self._release(pool)
+                try:
+                    await self._keep_or_close(pool, page)
+                finally:
+                    await self._release(pool)
         finally:
             self._open_pages.release()
+
+    @staticmethod
+    def _idle_page(pool: _Pool) -> BrowserPage | None:
+        """A page of `pool` kept blank for its next document (one whose renderer crashed
+        meanwhile is dropped), or None."""
+        while pool.idle:
+            page = pool.idle.pop()
+            if page.usable:
+                return page
+            page.forget()
+        return None
 
     async def _keep_or_close(self, pool: _Pool, page: BrowserPage) -> None:
         """Keep `page` for its context's next document, left blank (a page is a target to
         create and attach, and its first document a renderer process of its own before the
         site's: measured, one more renderer at most moments), or close it when it crashed or
         its context is retired."""
-        if page.usable and pool is self._pool:
+        task = asyncio.current_task()
+        cancelled = task is not None and task.cancelling() > 0
+        if page.usable and pool is self._pool and not cancelled:
             try:
                 await page.blank(_BLANK_SECONDS)
             except (BrowserError, TimeoutError):
                 pass
+            except BaseException:  # cancelled meanwhile
+                await asyncio.shield(page.close())
+                raise
             else:
                 if pool is self._pool:  # still current once blank
                     pool.idle.append(page)
                     return
-        await page.close()
+        await asyncio.shield(page.close())
 
     async def _close_browser(self) -> None:
         pipe, self._pipe = self._pipe, None
@@ -308,5 +358,7 @@ class RunBrowser:
         pools = [*self._retiring, *([self._pool] if self._pool else [])]
         self._retiring, self._pool = [], None
         for pool in pools:
+            for idle in pool.idle:
+                idle.forget()
             await self._dispose(pool)
         await self._close_browser()

@@ -17,13 +17,18 @@ import collections
 import contextlib
 import itertools
 import json
+import logging
 import os
 import signal
 from collections.abc import Callable
 from typing import Any
 
+logger = logging.getLogger(__name__)
+
 # Handlers of one session's events: (method, params).
 EventHandler = Callable[[str, dict[str, Any]], None]
+# A command unanswered this long fails (the browser may be hung): nothing waits forever.
+COMMAND_SECONDS = 60.0
 # Chromium's last lines on stderr kept for an error message (why it did not start).
 _STDERR_LINES = 20
 _CLOSE_SECONDS = 5.0
@@ -106,14 +111,17 @@ class DevToolsPipe:
         for fd in theirs:
             os.close(fd)
         pipe = cls(pid)
-        await pipe._connect(*ours)
         try:
-            await asyncio.wait_for(pipe.send("Browser.getVersion"), 30)
-        except (BrowserError, TimeoutError) as exc:
+            await pipe._connect(*ours)
+            await pipe.send("Browser.getVersion", timeout=30)
+        except BrowserError as exc:
             await asyncio.sleep(0.1)  # its last words on stderr
-            why = pipe.last_stderr() or str(exc) or "no answer within 30 s"
+            why = pipe.last_stderr() or str(exc)
             await pipe.close()
             raise BrowserError(why) from None
+        except BaseException:  # cancelled: the browser goes with the launch
+            await asyncio.shield(pipe.close())
+            raise
         return pipe
 
     async def _connect(self, commands: int, answers: int, stderr: int) -> None:
@@ -143,13 +151,19 @@ class DevToolsPipe:
             self._handlers[session_id] = handler
 
     async def send(
-        self, method: str, params: dict[str, Any] | None = None, session_id: str = ""
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        session_id: str = "",
+        *,
+        timeout: float = COMMAND_SECONDS,
     ) -> dict[str, Any]:
         """Run the DevTools command `method` (of `session_id`'s target, '' for the browser)
         and return its result.
 
         Raises:
-            BrowserError: the command failed (its message), or the browser is gone.
+            BrowserError: the command failed (its message), was not answered within
+                `timeout` seconds, or the browser is gone.
         """
         if not self.connected or self._commands is None:
             raise BrowserError("the browser is gone")
@@ -163,16 +177,22 @@ class DevToolsPipe:
         try:
             # Buffered by the transport: a large fulfilled body never blocks the loop.
             self._commands.write(json.dumps(message).encode() + b"\0")
-            return await answer
+            async with asyncio.timeout(timeout):
+                return await answer
+        except TimeoutError:
+            raise BrowserError(f"{method}: no answer within {timeout:g} s") from None
         finally:
             self._waiting.pop(message["id"], None)
 
     def _answered(self, chunk: bytes) -> None:
         self._buffer += chunk
         while (end := self._buffer.find(b"\0")) >= 0:
-            message = json.loads(self._buffer[:end])
+            raw = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
-            self._dispatch(message)
+            try:
+                self._dispatch(json.loads(raw))
+            except Exception:  # one bad message or handler: the others still go through
+                logger.exception("a DevTools message could not be handled")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if "id" in message:
@@ -202,7 +222,8 @@ class DevToolsPipe:
                 answer.set_exception(BrowserError(why))
         self._waiting.clear()
         for handler in list(self._handlers.values()):
-            handler("Inspector.detached", {"reason": why})
+            with contextlib.suppress(Exception):
+                handler("Inspector.detached", {"reason": why})
 
     async def close(self) -> None:
         """Close the browser: asked to, then its process group killed if it is not gone within
@@ -212,8 +233,8 @@ class DevToolsPipe:
             return
         self._closing = True
         if self.connected:
-            with contextlib.suppress(BrowserError, TimeoutError):
-                await asyncio.wait_for(self.send("Browser.close"), _CLOSE_SECONDS)
+            with contextlib.suppress(BrowserError):
+                await self.send("Browser.close", timeout=_CLOSE_SECONDS)
         self._lost("the browser was closed")
         for transport in self._transports:
             transport.close()

@@ -119,8 +119,8 @@ class BrowserPage:
         pipe.on(page.session_id, page._event)
         try:
             await page._prepare(page.session_id, user_agent)
-        except BrowserError:
-            await page.close()
+        except BaseException:  # cancelled too: the target goes with it
+            await asyncio.shield(page.close())
             raise
         return page
 
@@ -147,12 +147,20 @@ class BrowserPage:
         must answer each (`fulfill` or `abort`)."""
         self._on_request = handler
 
-    def _event(self, method: str, params: dict[str, Any], session_id: str | None = None) -> None:
+    def _event(
+        self,
+        method: str,
+        params: dict[str, Any],
+        session_id: str | None = None,
+        handler: RequestHandler | None = None,
+    ) -> None:
         session = session_id or self.session_id
         if method == "Fetch.requestPaused":
-            # To the handler of the moment it was made: a request of a document the page
-            # has left never reaches the next document's handler.
-            self._spawn(self._paused(PausedRequest(self, session, params), self._on_request))
+            # The page's own requests to the handler of the moment they were made; a frame's
+            # or worker's to the handler of the document it was attached under: a request of
+            # a document the page has left never reaches the next document's handler.
+            current = self._on_request if session_id is None else handler
+            self._spawn(self._paused(PausedRequest(self, session, params), current))
         elif method == "Page.lifecycleEvent":
             if params.get("name") == "load" and params.get("frameId") == self.main_frame_id:
                 self._loaded.add(params.get("loaderId", ""))
@@ -161,13 +169,17 @@ class BrowserPage:
             frame = params["frame"]
             if frame.get("parentId") is None and session == self.session_id:
                 self.url = frame["url"] + frame.get("urlFragment", "")
+        elif method == "Page.navigatedWithinDocument":  # history.pushState, a fragment
+            if params.get("frameId") == self.main_frame_id:
+                self.url = params["url"]
         elif method == "Page.javascriptDialogOpening":
             # An alert, confirm or prompt would hold the page's scripts (and its load event)
             # until answered: dismissed at once, as Playwright does with no dialog handler.
             self._spawn(self._dismiss_dialog(session))
         elif method == "Target.attachedToTarget":
             kind = params.get("targetInfo", {}).get("type", "")
-            self._spawn(self._attach_child(params["sessionId"], kind))
+            parent = self._on_request if session_id is None else handler
+            self._spawn(self._attach_child(params["sessionId"], kind, parent))
         elif method == "Target.detachedFromTarget":
             child = params.get("sessionId", "")
             self._children.discard(child)
@@ -181,13 +193,21 @@ class BrowserPage:
         with contextlib.suppress(BrowserError):
             await self.pipe.send("Page.handleJavaScriptDialog", {"accept": False}, session_id)
 
-    async def _attach_child(self, session_id: str, kind: str) -> None:
+    async def _attach_child(
+        self, session_id: str, kind: str, handler: RequestHandler | None
+    ) -> None:
         # A frame in a process of its own, or a worker: its requests intercepted as the
-        # page's before it runs (it waits for the debugger until then).
+        # page's before it runs (it waits for the debugger until then); one whose
+        # interception could not be set up is never let run (its page times out).
         self._children.add(session_id)
-        self.pipe.on(session_id, lambda m, p: self._event(m, p, session_id))
-        with contextlib.suppress(BrowserError):  # it may be gone already
-            await self.pipe.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session_id)
+        self.pipe.on(session_id, lambda m, p: self._event(m, p, session_id, handler))
+        try:
+            # A dedicated worker's requests are its page's (held by the page's session: a
+            # worker's session has no Fetch domain); any other target's are held by its own.
+            if kind != "worker":
+                await self.pipe.send(
+                    "Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session_id
+                )
             if kind == "iframe":  # its documents' scripts meet the same rules as the page's
                 await self.pipe.send("Page.enable", None, session_id)
                 await self.pipe.send(
@@ -195,6 +215,12 @@ class BrowserPage:
                     {"source": _NO_SERVICE_WORKERS},
                     session_id,
                 )
+        except BrowserError:
+            return  # gone already, or not intercepted: left waiting, it sends nothing
+        # Its own frames and workers, where it may have some (a worker's session may not
+        # know the command: then it has none to attach, and a nested one's requests would
+        # go nowhere, to the browser's nowhere proxy).
+        with contextlib.suppress(BrowserError):
             await self.pipe.send(
                 "Target.setAutoAttach",
                 {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
@@ -267,12 +293,18 @@ class BrowserPage:
         self._on_request = None
         await self.goto("about:blank", timeout)
 
-    async def close(self) -> None:
-        """Close the page; its requests still held are dropped with it (idempotent)."""
+    def forget(self) -> None:
+        """Stop handling the page's events and requests (its context is being disposed of,
+        which closes it; or it is closed next)."""
         self._on_request = None
+        self._gone = self._gone or "closed"
         for session in (self.session_id, *self._children):
             self.pipe.on(session, None)
         for task in list(self._tasks):
             task.cancel()
+
+    async def close(self) -> None:
+        """Close the page; its requests still held are dropped with it (idempotent)."""
+        self.forget()
         with contextlib.suppress(BrowserError):
             await self.pipe.send("Target.closeTarget", {"targetId": self.target_id})

@@ -88,6 +88,7 @@ async def test_a_sites_pages_share_one_renderer_and_no_webui_renderer_runs(
         assert not [argv for argv in below if argv[0].endswith("node")]
         chromium = [argv for argv in below if "chromium" in argv[0]]
         assert {"browser", "renderer", "zygote"} <= {_kind(argv) for argv in chromium}
+        assert [_kind(argv) for argv in chromium].count("zygote") == 1  # no unsandboxed one
         assert not [argv for argv in chromium if _kind(argv) == "gpu-process"]
         assert not [
             argv for argv in chromium if "--utility-sub-type=network.mojom.NetworkService" in argv

@@ -1,12 +1,12 @@
 """A page of the run's browser over the DevTools pipe (`render.tab`), with the real Chromium:
 every request of the page, of a frame of another site and of a worker held for the handler;
 a dialog does not hold the page; a service worker is never registered (https: a secure
-context, where pages may register one). The hosts are names
-nothing resolves: every answer is the handler's."""
+context, where pages may register one); a popup is closed; the URL follows `pushState`. The
+hosts are names nothing resolves: every answer is the handler's."""
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -23,7 +23,13 @@ new Worker('/worker.js');
 navigator.serviceWorker.register('/sw.js').then(
   () => { document.title = 'registered'; }, () => { document.title = 'refused'; });
 </script>
-<h1>after the dialogs</h1>""",
+<h1>after the dialogs</h1>
+<p id=popup></p>
+<script>
+const popup = window.open('https://c.test/');
+document.getElementById('popup').textContent = popup ? 'opened' : 'blocked';
+history.pushState({}, '', '/pushed');
+</script>""",
     "https://b.test/frame": b"<!doctype html><script src='/in-frame.js'></script>",
     "https://b.test/in-frame.js": b"fetch('/from-frame')",
     "https://a.test/worker.js": b"fetch('/from-worker')",
@@ -55,6 +61,7 @@ async def test_every_request_of_the_page_its_frames_and_workers_is_held(
 
     page.intercept(answer)
     await page.goto("https://a.test/", 10)  # the dialogs dismissed: the load came
+    await asyncio.sleep(0.3)  # a popup's closing under way
     for _ in range(50):
         if {"https://b.test/from-frame", "https://a.test/from-worker"} <= set(seen):
             break
@@ -67,4 +74,37 @@ async def test_every_request_of_the_page_its_frames_and_workers_is_held(
     assert {"https://b.test/frame", "https://b.test/in-frame.js"} <= set(seen)
     assert "https://b.test/from-frame" in seen  # a frame of another site: its own process
     assert "https://a.test/from-worker" in seen
-    assert page.url == "https://a.test/"
+    # No popup stays open (the full Chromium blocks it, the headless shell's is closed): its
+    # requests would be nobody's to hold.
+    targets = (await page.pipe.send("Target.getTargets"))["targetInfos"]
+    assert not [target for target in targets if target.get("openerId")]
+    assert "https://c.test/" not in seen
+    assert page.url == "https://a.test/pushed"  # where its script took it
+
+
+async def test_a_page_serves_its_contexts_next_document_left_blank_between() -> None:
+    """A page is kept for the context's next document (no target to make again), blank
+    between two: a request of the first document never reaches the second's handler."""
+    browser = RunBrowser(RenderSettings(pages_per_context=3), user_agent="test")
+    seen: list[tuple[int, str]] = []
+
+    def answering(n: int) -> Callable[[PausedRequest], Awaitable[None]]:
+        async def answer(request: PausedRequest) -> None:
+            seen.append((n, request.url))
+            await request.fulfill(200, {"content-type": "text/html"}, f"<h1>{n}</h1>".encode())
+
+        return answer
+
+    targets = []
+    try:
+        for n in range(4):
+            async with browser.page() as page:
+                targets.append(page.target_id)
+                page.intercept(answering(n))
+                await page.goto(f"https://a.test/{n}", 10)
+                assert f"<h1>{n}</h1>" in await page.content()
+    finally:
+        await browser.aclose()
+    # The first three documents in one page; the fourth in a new context's page.
+    assert targets[0] == targets[1] == targets[2] != targets[3]
+    assert seen == [(n, f"https://a.test/{n}") for n in range(4)]
