@@ -7,7 +7,6 @@ Without it or the `playwright` package these tests skip, or fail when
 
 import importlib.util
 import json
-import os
 import subprocess
 import urllib.error
 import urllib.request
@@ -26,12 +25,12 @@ from scrapeflow_dagster_tests.support.processes import (
     stop_group,
     wait_until,
 )
+from scrapeflow_dagster_tests.support.required import skip_or_fail
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 CHROMIUM = Path("/usr/bin/chromium")
-REQUIRE_SERVICES_ENV = "SCRAPEFLOW_REQUIRE_SERVICES"
 # As root in a container: no sandbox; without the background-networking flags Chromium's own
 # connections (updates, sync, QUIC probes) get refused and page loads stall.
 CHROMIUM_ARGS = (
@@ -64,11 +63,8 @@ def missing_browser() -> str | None:
 def browser_available() -> None:
     """Skip (fail under `SCRAPEFLOW_REQUIRE_SERVICES=1`) before any setup when one is missing."""
     missing = missing_browser()
-    if missing is None:
-        return
-    if os.environ.get(REQUIRE_SERVICES_ENV) == "1":
-        pytest.fail(f"{missing}, and {REQUIRE_SERVICES_ENV}=1 requires it")
-    pytest.skip(f"UI test skipped: {missing}")
+    if missing is not None:
+        skip_or_fail(missing, "UI test")
 
 
 @pytest.fixture

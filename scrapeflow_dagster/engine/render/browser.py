@@ -73,8 +73,8 @@ CHROMIUM_ARGS = (
 # What an automated headless browser is launched with (Playwright's switches, 1.65): no first
 # run, no background throttling of pages a crawl keeps in the background, no crash reporter,
 # no sandbox (a page is data here, every request of it answered by the gate; as Playwright).
-# Unlike Playwright, the popup blocker stays on: a crawl makes no user gesture, so a page's
-# `window.open` is refused (a popup's requests would be nobody's to intercept).
+# Unlike Playwright, the popup blocker stays on (a crawl makes no user gesture, so a page's
+# `window.open` is refused), and a popup that opens all the same is closed (`_browser_event`).
 HEADLESS_ARGS = (
     "--headless",
     "--no-sandbox",
