@@ -161,6 +161,12 @@ class _Pool:
         self.open = 0
         self.idle: list[BrowserPage] = []
 
+    def forget_idle(self) -> None:
+        """Let go of the pages kept blank: the context's disposal closes them."""
+        for page in self.idle:
+            page.forget()
+        self.idle.clear()
+
 
 class RunBrowser:
     """The run's browser (see the module); `page()` hands out pages, `aclose()` ends it all.
@@ -247,9 +253,7 @@ class RunBrowser:
             pipe = await self._ensure_browser()
             if self._pool is not None and self._pool.served >= self.settings.pages_per_context:
                 retired, self._pool = self._pool, None
-                for idle in retired.idle:  # closed with their context
-                    idle.forget()
-                retired.idle.clear()
+                retired.forget_idle()
                 if retired.open:
                     self._retiring.append(retired)  # closed when its last page is
                 else:  # nothing would close it before the run ends: a context kept alive
@@ -358,7 +362,6 @@ class RunBrowser:
         pools = [*self._retiring, *([self._pool] if self._pool else [])]
         self._retiring, self._pool = [], None
         for pool in pools:
-            for idle in pool.idle:
-                idle.forget()
+            pool.forget_idle()
             await self._dispose(pool)
         await self._close_browser()

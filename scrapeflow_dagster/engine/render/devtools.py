@@ -82,14 +82,8 @@ class DevToolsPipe:
         commands_read, commands_write = os.pipe()
         answers_read, answers_write = os.pipe()
         stderr_read, stderr_write = os.pipe()
-        ours, theirs = (
-            (commands_write, answers_read, stderr_read),
-            (
-                commands_read,
-                answers_write,
-                stderr_write,
-            ),
-        )
+        ours = (commands_write, answers_read, stderr_read)
+        theirs = (commands_read, answers_write, stderr_write)
         actions = [
             (os.POSIX_SPAWN_DUP2, commands_read, 3),
             (os.POSIX_SPAWN_DUP2, answers_write, 4),

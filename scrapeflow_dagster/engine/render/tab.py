@@ -25,6 +25,10 @@ _NO_SERVICE_WORKERS = (
     "if (self.ServiceWorkerContainer) ServiceWorkerContainer.prototype.register ="
     " async () => { throw new DOMException('service workers are blocked', 'SecurityError'); };"
 )
+# Every request held (`Fetch.enable`), and every frame or worker of another process attached
+# and kept waiting until its own requests are held too (`Target.setAutoAttach`).
+_HOLD_EVERY_REQUEST = {"patterns": [{"urlPattern": "*"}]}
+_ATTACH_CHILDREN = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 # What a refusal tells the browser (the page's scripts see a network error).
 ABORT_REASONS = {"blockedbyclient": "BlockedByClient", "aborted": "Aborted"}
 
@@ -127,7 +131,7 @@ class BrowserPage:
     async def _prepare(self, session_id: str, user_agent: str) -> None:
         send = self.pipe.send
         await asyncio.gather(
-            send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session_id),
+            send("Fetch.enable", _HOLD_EVERY_REQUEST, session_id),
             send("Page.enable", None, session_id),
             send("Page.setLifecycleEventsEnabled", {"enabled": True}, session_id),
             send(
@@ -137,7 +141,7 @@ class BrowserPage:
             send("Emulation.setDeviceMetricsOverride", VIEWPORT, session_id),
             send(
                 "Target.setAutoAttach",
-                {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
+                _ATTACH_CHILDREN,
                 session_id,
             ),
         )
@@ -155,12 +159,12 @@ class BrowserPage:
         handler: RequestHandler | None = None,
     ) -> None:
         session = session_id or self.session_id
+        # The page's own requests go to the handler of the moment they were made; a frame's or
+        # worker's to the handler of the document it was attached under: a request of a
+        # document the page has left never reaches the next document's handler.
+        owner = self._on_request if session_id is None else handler
         if method == "Fetch.requestPaused":
-            # The page's own requests to the handler of the moment they were made; a frame's
-            # or worker's to the handler of the document it was attached under: a request of
-            # a document the page has left never reaches the next document's handler.
-            current = self._on_request if session_id is None else handler
-            self._spawn(self._paused(PausedRequest(self, session, params), current))
+            self._spawn(self._paused(PausedRequest(self, session, params), owner))
         elif method == "Page.lifecycleEvent":
             if params.get("name") == "load" and params.get("frameId") == self.main_frame_id:
                 self._loaded.add(params.get("loaderId", ""))
@@ -178,8 +182,7 @@ class BrowserPage:
             self._spawn(self._dismiss_dialog(session))
         elif method == "Target.attachedToTarget":
             kind = params.get("targetInfo", {}).get("type", "")
-            parent = self._on_request if session_id is None else handler
-            self._spawn(self._attach_child(params["sessionId"], kind, parent))
+            self._spawn(self._attach_child(params["sessionId"], kind, owner))
         elif method == "Target.detachedFromTarget":
             child = params.get("sessionId", "")
             self._children.discard(child)
@@ -205,9 +208,7 @@ class BrowserPage:
             # A dedicated worker's requests are its page's (held by the page's session: a
             # worker's session has no Fetch domain); any other target's are held by its own.
             if kind != "worker":
-                await self.pipe.send(
-                    "Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session_id
-                )
+                await self.pipe.send("Fetch.enable", _HOLD_EVERY_REQUEST, session_id)
             if kind == "iframe":  # its documents' scripts meet the same rules as the page's
                 await self.pipe.send("Page.enable", None, session_id)
                 await self.pipe.send(
@@ -223,7 +224,7 @@ class BrowserPage:
         with contextlib.suppress(BrowserError):
             await self.pipe.send(
                 "Target.setAutoAttach",
-                {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
+                _ATTACH_CHILDREN,
                 session_id,
             )
         with contextlib.suppress(BrowserError):

@@ -7,6 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -137,8 +138,12 @@ asyncio.run(main())
 def test_a_run_killed_takes_its_browser_with_it(chromium: str) -> None:
     """SIGKILL leaves the run no time to close anything: its browser, whose DevTools pipe
     closes with the run, quits with its whole process group."""
+    # The killed run cannot remove its browser's profile: made in a folder removed here (a
+    # short path: Chromium's socket in the profile must fit a socket address).
+    scratch = tempfile.TemporaryDirectory(prefix="sf-kill-")
+    env = {**os.environ, "TMPDIR": scratch.name}
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_A_PAGE, chromium], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _HOLD_A_PAGE, chromium], stdout=subprocess.PIPE, text=True, env=env
     )
     try:
         assert holder.stdout is not None
@@ -150,7 +155,9 @@ def test_a_run_killed_takes_its_browser_with_it(chromium: str) -> None:
     deadline = time.monotonic() + 15
     while _group(browser_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group(browser_pid)
+    left = _group(browser_pid)
+    scratch.cleanup()
+    assert not left
 
 
 def _group(pgid: int) -> list[int]:
